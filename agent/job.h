@@ -1,0 +1,55 @@
+/*
+ * What a job kind implements, and what a running job may call.
+ *
+ * A kind is a const struct job_kind: decode() validates params into an owned C
+ * struct before anything changes (VALIDATION_ERROR with per-field _errors), run()
+ * carries the job out on a worker thread and may block. Handlers call
+ * job_checkpoint() at safe points: it fails with JOB_CANCELLED, JOB_TIMEOUT or
+ * LEASE_LOST when the job must stop, and the handler returns that error as is.
+ * This header never pulls in libvirt or netlink headers, and neither may the
+ * handlers: they reach the node through the driver tables in agent_services.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "proto/job.h"
+
+struct job_ctx;
+struct agent_services;
+
+struct job_kind {
+        const char *name;                  /* "vps.power" */
+        enum proto_target_type target;     /* the target.type the kind acts on */
+        bool changes;                      /* changes the node: journaled before its first effect */
+        const char *const *stages;         /* NULL-terminated progress stages, or NULL */
+        /* Validate params (never NULL: {} when the job had none) into *ret; may be NULL for kinds without params. */
+        int (*decode)(json_t *params, void **ret, struct na_error *err);
+        void (*free_params)(void *params);
+        /* Carry the job out. *ret_data is the result's data (NULL gives {}). */
+        int (*run)(struct job_ctx *ctx, void *params, json_t **ret_data, struct na_error *err);
+};
+
+/* A NULL-terminated list of kinds, one per module (agent/job-registry.c gathers them). */
+typedef const struct job_kind *const job_kind_list[];
+
+const struct agent_services *job_services(struct job_ctx *ctx);
+const char *job_id(const struct job_ctx *ctx);
+const char *job_target_id(const struct job_ctx *ctx);
+int64_t job_attempt(const struct job_ctx *ctx);
+
+/*
+ * Report progress. stage must be one of the kind's stages (or NULL to keep the
+ * current one); percent < 0 for none. Cheap: the loop sends the latest progress,
+ * coalesced, and keeps the lease alive on its own between calls.
+ */
+void job_progress(struct job_ctx *ctx, const char *stage, int percent, const char *fmt, ...) _printf_(4, 5);
+
+/* A safe point. 0: go on. < 0: stop now and return; err names why. */
+int job_checkpoint(struct job_ctx *ctx, struct na_error *err);
+
+/* Milliseconds left before the job's timeout (never negative). */
+uint64_t job_remaining_ms(const struct job_ctx *ctx);

@@ -1,0 +1,28 @@
+# One picky warning list, probed per compiler (after curl's CMake/PickyWarnings.cmake).
+include(CheckCCompilerFlag)
+set(_na_picky
+  -Wall -Wextra -Wformat=2 -Wformat-overflow=2 -Wshadow -Wstrict-prototypes
+  -Wmissing-prototypes -Wold-style-definition -Wpointer-arith -Wcast-align
+  -Wwrite-strings -Wundef -Wvla -Wimplicit-fallthrough -Wmissing-declarations
+  -Wredundant-decls -Wnested-externs -Wdate-time -Wnull-dereference
+  -Wduplicated-cond -Wlogical-op -Wjump-misses-init -Wstrict-overflow=2
+  -Wno-unused-parameter -Wno-missing-field-initializers -Wno-format-truncation)
+foreach(_flag IN LISTS _na_picky)
+  string(MAKE_C_IDENTIFIER "HAVE_C${_flag}" _var)
+  check_c_compiler_flag(${_flag} ${_var})
+  if(${_var})
+    add_compile_options(${_flag})
+  endif()
+endforeach()
+add_compile_options(-fno-strict-aliasing -fstack-protector-strong "$<$<NOT:$<CONFIG:Debug>>:-D_FORTIFY_SOURCE=2>")
+if(NA_WERROR)
+  add_compile_options(-Werror)
+endif()
+
+# One static library per top-level source folder: every .c file of the folder.
+function(na_module_library name)
+  cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
+  file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.c)
+  add_library(${name} STATIC ${_srcs})
+  target_link_libraries(${name} PUBLIC ${M_DEPS})
+endfunction()

@@ -1,0 +1,30 @@
+/* File primitives of the state directory: atomic replace, bounded reads, the lock. */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+/*
+ * Replace path with data atomically: a temporary file in the same directory,
+ * fsync, rename over path, fsync of the directory. After a crash the file holds
+ * either the old or the new content, never a mix.
+ */
+int na_atomic_write(const char *path, const void *data, size_t len, mode_t mode, struct na_error *err);
+
+/* Read a whole file of at most max bytes into a NUL-terminated buffer. */
+int na_read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct na_error *err);
+
+/* fsync the directory that holds path (after a rename or create inside it). */
+int na_fsync_parent(const char *path, struct na_error *err);
+
+/* mkdir -p with mode for the directories it creates. */
+int na_mkdir_p(const char *path, mode_t mode, struct na_error *err);
+
+/*
+ * Take the state directory's lock (a POSIX write lock on <dir>/lock holding our
+ * pid). A second agent gets an error naming the holder's pid. The returned fd
+ * keeps the lock until closed.
+ */
+int na_statedir_lock(const char *dir, int *ret_fd, struct na_error *err);

@@ -1,0 +1,32 @@
+#include "common/names.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+
+#include "common/uuid.h"
+
+int na_vps_ifname(const char *vps_id, char buf[NA_IFNAME_LEN])
+{
+        if (!na_uuid_valid(vps_id))
+                return -EINVAL;
+        size_t n = 0;
+        buf[n++] = 'n';
+        buf[n++] = 'a';
+        buf[n++] = 'v';
+        for (const char *p = vps_id; *p && n < NA_IFNAME_LEN - 1; p++)
+                if (*p != '-')
+                        buf[n++] = (char)tolower((unsigned char)*p);
+        buf[n] = '\0';
+        return 0;
+}
+
+int na_vps_domain_name(const char *vps_id, char *buf, size_t len)
+{
+        if (!na_uuid_valid(vps_id) || len < 41)
+                return -EINVAL;
+        int n = snprintf(buf, len, "vps-%s", vps_id);
+        for (int i = 4; i < n; i++)
+                buf[i] = (char)tolower((unsigned char)buf[i]);
+        return 0;
+}
