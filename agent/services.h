@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct agent_config;
 struct vm_driver;
@@ -21,6 +22,14 @@ struct agent_services {
         struct vm_conn *vm_conn;
         struct fw *fw;              /* firewall/; NULL when [firewall] enabled = false */
         struct metrics *metrics;    /* metrics/ */
+
+        /*
+         * Hooks the daemon fills so one module's handlers can tell the others about a
+         * server without including their headers; each may be NULL.
+         */
+        bool (*vps_exists)(const struct agent_services *s, const char *vps_id);
+        void (*vps_added)(const struct agent_services *s, const char *vps_id, int vcpus, int64_t memory_mb);
+        void (*vps_removed)(const struct agent_services *s, const char *vps_id); /* firewall chain, metrics */
 
         /* Queue an event for the next report (thread-safe; data is stolen, may be NULL). */
         void (*emit_event)(const struct agent_services *s, const char *type, const char *target_id, json_t *data);
