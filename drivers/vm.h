@@ -1,0 +1,222 @@
+/*
+ * The VM driver: one const struct of primitives per backend. libvirt is the one we
+ * have (vm_libvirt_driver, drivers/vm-libvirt*.c); a test can slot in its own
+ * table. The job layer never includes libvirt headers: it reaches servers through
+ * this table with job_services(ctx)->vm and ->vm_conn.
+ *
+ * How to use it (what tests/vm-real does against a real libvirtd):
+ *
+ *   struct vm_options o = {
+ *           .uri = "qemu:///system",            // or "test:///abs/path/node.xml"
+ *           .state_dir = "/var/lib/nodeagent",  // per-server metadata, disks, backups
+ *           .templates_file = "/etc/nodeagent/templates.json",
+ *           .images_dir = "/var/lib/nodeagent/images",
+ *           .domain_type = "qemu",              // TCG; "kvm" is the default
+ *   };
+ *   const struct vm_driver *vm = &vm_libvirt_driver;
+ *   struct vm_conn *c;
+ *   struct na_error err = NA_ERROR_INIT;
+ *   if (vm->open(&o, &c, &err) < 0) { ... err.message ... }
+ *   struct vm_create_spec spec = {
+ *           .id = "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", .name = "demo", .hostname = "demo",
+ *           .plan = { .cpu_cores = 1, .cpu_threads = 1, .ram_mb = 256, .storage_mb = 1024,
+ *                     .max_snapshots = 5 },
+ *           .tmpl = { .id = "busybox", .image_slug = "1", .os = PROTO_VPS_OS_LINUX },
+ *           .password = "Secret#123",
+ *   };
+ *   struct proto_vps_server srv;
+ *   vm->create(c, &spec, NULL, &srv, &err);      // disk, seed, define, start; converges
+ *   enum proto_vps_state st;
+ *   vm->power(c, spec.id, PROTO_VPS_POWER_STOP, 60, NULL, &st, &err);
+ *   struct proto_vps_status status;
+ *   vm->status(c, spec.id, &status, &err);
+ *   struct proto_vps_snapshot snap;
+ *   vm->snapshot_create(c, spec.id, "s1", "before upgrade", 5, &snap, &err);
+ *   vm->snapshot_revert(c, spec.id, "s1", &err);
+ *   vm->snapshot_delete(c, spec.id, "s1", &err);
+ *   vm->remove(c, spec.id, &err);
+ *   vm->close(c);
+ *
+ * A templates file is a JSON array of
+ *   {"id": "busybox", "imageSlug": "1", "os": "linux", "format": "qcow2"|"raw",
+ *    "path": "busybox.qcow2", "sha256": "<64 hex>", "inputs": {<schema>}?,
+ *    "kernel": "vmlinuz"?, "initrd": "initrd.img"?, "cmdline": "console=ttyS0"?}
+ * with paths relative to images_dir (a path that leaves it is refused). kernel,
+ * initrd and cmdline select direct kernel boot. The inputs schema maps an input
+ * name to {"type": "string"|"integer"|"boolean", "required": bool?,
+ * "maxLength": n?, "min": n?, "max": n?, "enum": [..]?}.
+ *
+ * Every function returns 0 or a negative errno and fills err: VPS_NOT_FOUND for an
+ * unknown server, INVALID_STATE (details.state) where the action is impossible,
+ * SNAPSHOT_NOT_FOUND, BACKUP_NOT_FOUND, SNAPSHOT_LIMIT_REACHED,
+ * GUEST_AGENT_UNAVAILABLE, VALIDATION_ERROR for an unknown template or image, and
+ * DRIVER_ERROR (details.reason: libvirt's own message) when libvirt refuses.
+ * Functions are thread-safe; the caller runs one operation per server at a time.
+ * Server ids are UUIDs; the domain is "vps-<id>" with UUID <id>, the tap device
+ * na_vps_ifname(id), the MAC 52:54:00 + three bytes derived from the id.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "proto/vps.h"
+
+struct vm_conn;
+
+/* Called from the driver's event thread on every lifecycle change; must be thread-safe. */
+typedef void (*vm_state_fn)(void *userdata, const char *vps_id, enum proto_vps_state state);
+
+struct vm_options {
+        const char *uri;               /* [vm] uri; default "qemu:///system" */
+        const char *state_dir;         /* required: metadata in <state_dir>/vps/<id>.json */
+        const char *templates_file;    /* [vm] templates_file; NULL: no templates (create refuses) */
+        const char *images_dir;        /* [vm] images_dir; template paths are relative to it */
+        const char *storage_dir;       /* [vm] storage_dir; default <state_dir>/vps/disks */
+        const char *backups_dir;       /* [vm] backups_dir; default <state_dir>/vps/backups */
+        const char *storage_pool;      /* [vm] storage_pool; default "nodeagent" (a dir pool over
+                                        * storage_dir, where the driver has pools); "" for none */
+        const char *domain_type;       /* [vm] domain_type: "kvm" (default) or "qemu" (TCG) */
+        const char *emulator;          /* [vm] emulator; NULL: libvirt's default */
+        const char *qemu_img;          /* [vm] qemu_img; default "/usr/bin/qemu-img" */
+        const char *xorriso;           /* [vm] xorriso; default "/usr/bin/xorriso" */
+        unsigned start_stagger_ms;     /* [vm] start_stagger_ms; 0: default 2000 (node reboot) */
+        unsigned guest_agent_timeout_sec; /* [vm] guest_agent_timeout_sec; 0: default 10 */
+        unsigned reconnect_interval_ms;   /* 0: default 5000 */
+        vm_state_fn on_state;          /* NULL: no lifecycle events */
+        void *userdata;
+};
+
+/* Progress and safe points of long operations; every member may be NULL. */
+struct vm_progress {
+        void (*stage)(void *userdata, const char *stage, int percent, const char *message);
+        int (*checkpoint)(void *userdata, struct na_error *err); /* < 0: stop, err says why */
+        void *userdata;
+};
+
+struct vm_create_spec {
+        const char *id;
+        const char *name;
+        const char *hostname;
+        struct proto_vps_plan plan;
+        struct proto_vps_template_ref tmpl;
+        const char *password;       /* plain; only its SHA-512 crypt hash is kept; NULL: none */
+        char *const *ssh_keys;      /* NULL-terminated; NULL: none */
+        json_t *inputs;             /* borrowed; NULL: none */
+        bool no_start;              /* define only (create still ends at stage booting) */
+};
+
+/* Field names used for template errors (create: "template.id", reinstall: "templateId"). */
+struct vm_template_fields {
+        const char *id;
+        const char *image_slug;
+        const char *os;     /* NULL: the caller does not state an os */
+        const char *inputs;
+};
+
+/* The current installation of a server (for the reinstall rules). */
+struct vm_install_info {
+        char hostname[PROTO_VPS_HOSTNAME_MAX + 1];
+        char template_id[PROTO_VPS_TEMPLATE_ID_MAX * 4 + 1];
+        char image_slug[PROTO_VPS_TEMPLATE_ID_MAX * 4 + 1];
+        enum proto_vps_os os;
+        json_t *inputs;             /* owned; NULL: none */
+        bool has_password;
+        size_t n_ssh_keys;
+        char ssh_key_id[PROTO_VPS_ID_LEN + 1]; /* "" when none */
+};
+static inline void vm_install_info_clear(struct vm_install_info *i)
+{
+        if (i->inputs)
+                json_decref(i->inputs);
+        i->inputs = NULL;
+}
+
+struct vm_driver {
+        const char *name; /* "libvirt": capabilities.vmDriver */
+
+        int (*open)(const struct vm_options *opts, struct vm_conn **ret, struct na_error *err);
+        void (*close)(struct vm_conn *conn); /* NULL-safe; stops the event thread */
+        const char *(*uri)(const struct vm_conn *conn); /* capabilities.vmDriverUri */
+
+        /* Cheap: is there a domain for this server. */
+        bool (*exists)(struct vm_conn *conn, const char *vps_id);
+        /* hello inventory: a new JSON array of {id, state} for every "vps-<uuid>" domain. */
+        int (*inventory)(struct vm_conn *conn, json_t **ret, struct na_error *err);
+        /*
+         * Node reboot: start, staggered by start_stagger_ms, the servers whose wanted
+         * state is running but are not running. wait=false runs it on a driver thread
+         * (joined by close) and returns at once; wait=true runs it in the caller.
+         * *ret_started (may be NULL) counts the starts asked for (wait=true only).
+         */
+        int (*resume_servers)(struct vm_conn *conn, bool wait, unsigned *ret_started, struct na_error *err);
+
+        /*
+         * Check that template id/image exist (and os matches, when os is given) and
+         * that inputs fit the template's schema; VALIDATION_ERROR on fields otherwise.
+         */
+        int (*template_lookup)(struct vm_conn *conn, const char *template_id, const char *image_slug,
+                               const enum proto_vps_os *os, json_t *inputs, const struct vm_template_fields *fields,
+                               enum proto_vps_os *ret_os, struct na_error *err);
+
+        /* vps.create: stages preparing-disk, writing-image, configuring, booting. Converges. */
+        int (*create)(struct vm_conn *conn, const struct vm_create_spec *spec, const struct vm_progress *progress,
+                      struct proto_vps_server *ret, struct na_error *err);
+        int (*get_server)(struct vm_conn *conn, const char *vps_id, struct proto_vps_server *ret, struct na_error *err);
+        int (*get_install)(struct vm_conn *conn, const char *vps_id, struct vm_install_info *ret, struct na_error *err);
+
+        /* vps.power: converging (starting a running server succeeds). *ret_state: the state after. */
+        int (*power)(struct vm_conn *conn, const char *vps_id, enum proto_vps_power_action action,
+                     unsigned grace_sec, const struct vm_progress *progress, enum proto_vps_state *ret_state,
+                     struct na_error *err);
+        int (*status)(struct vm_conn *conn, const char *vps_id, struct proto_vps_status *ret, struct na_error *err);
+        /* vps.exec through the QEMU guest agent; output capped (truncated set). */
+        int (*exec)(struct vm_conn *conn, const char *vps_id, char *const *argv, unsigned timeout_sec,
+                    const struct vm_progress *progress, struct proto_vps_exec_result *ret, struct na_error *err);
+
+        /*
+         * vps.reinstall with the installation proto_vps_reinstall_resolve() produced:
+         * stages stopping, preparing-disk, writing-image, configuring, booting. The new
+         * disk is made beside the old one and renamed over it, so the domain always
+         * points at a bootable disk; a run again after a crash starts over cleanly.
+         */
+        int (*reinstall)(struct vm_conn *conn, const char *vps_id, const struct proto_vps_install *inst,
+                         const struct vm_progress *progress, struct na_error *err);
+        /* vps.upgrade: storage only grows; *ret_restart_required when a change waits for a restart. */
+        int (*upgrade)(struct vm_conn *conn, const char *vps_id, const struct proto_vps_plan *plan,
+                       struct proto_vps_server *ret, bool *ret_restart_required, struct na_error *err);
+        /* vps.delete: domain, disks, seed, snapshots, backups, metadata. Idempotent (unknown id: 0). */
+        int (*remove)(struct vm_conn *conn, const char *vps_id, struct na_error *err);
+
+        /* Snapshots: "snap-<snapshotId>" in libvirt; a repeated create returns the existing one. */
+        int (*snapshot_create)(struct vm_conn *conn, const char *vps_id, const char *snapshot_id, const char *name,
+                               int64_t max_snapshots, struct proto_vps_snapshot *ret, struct na_error *err);
+        /* *ret: a new array (free()) of *ret_n snapshots, oldest first. */
+        int (*snapshot_list)(struct vm_conn *conn, const char *vps_id, struct proto_vps_snapshot **ret, size_t *ret_n,
+                             struct na_error *err);
+        int (*snapshot_revert)(struct vm_conn *conn, const char *vps_id, const char *snapshot_id,
+                               struct na_error *err);
+        int (*snapshot_delete)(struct vm_conn *conn, const char *vps_id, const char *snapshot_id,
+                               struct na_error *err);
+
+        /*
+         * Backups: zstd-compressed flat qcow2 files with their sha256, written under a
+         * temporary name and renamed, listed only once complete. create: stages
+         * exporting, compressing; retention by limits applied after it; a repeated
+         * create of an existing backupId returns it.
+         */
+        int (*backup_create)(struct vm_conn *conn, const char *vps_id, const char *backup_id,
+                             const struct proto_vps_backup_limits *limits, const struct vm_progress *progress,
+                             struct proto_vps_backup *ret, struct na_error *err);
+        /* *ret: a new array (free()) of *ret_n backups, oldest first. */
+        int (*backup_list)(struct vm_conn *conn, const char *vps_id, struct proto_vps_backup **ret, size_t *ret_n,
+                           struct na_error *err);
+        /* Stops the server, verifies the sha256, replaces the disk; starts it again if it ran. */
+        int (*backup_restore)(struct vm_conn *conn, const char *vps_id, const char *backup_id,
+                              const struct vm_progress *progress, struct na_error *err);
+        int (*backup_delete)(struct vm_conn *conn, const char *vps_id, const char *backup_id, struct na_error *err);
+};
+
+extern const struct vm_driver vm_libvirt_driver;
