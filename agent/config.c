@@ -1,0 +1,356 @@
+#include "agent/config.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "agent/log.h"
+#include "common/fileio.h"
+#include "common/uuid.h"
+
+enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN };
+
+struct key_def {
+        const char *section;
+        const char *key;
+        enum key_type type;
+        size_t offset;
+        bool required;
+        const char *def; /* default, as text; NULL = unset */
+        int64_t min, max;
+};
+
+#define OFF(f) offsetof(struct agent_config, f)
+
+static const struct key_def keys[] = {
+        { "agent", "node_id", K_UUID, OFF(node_id), true, NULL, 0, 0 },
+        { "agent", "state_dir", K_PATH, OFF(state_dir), false, "/var/lib/nodeagent", 0, 0 },
+        { "agent", "log_level", K_LOGLEVEL, OFF(log_level), false, "info", 0, 0 },
+        { "agent", "max_parallel_jobs", K_UINT, OFF(max_parallel_jobs), false, "4", 1, 256 },
+        { "agent", "control_socket", K_PATH, OFF(control_socket), false, "/run/nodeagent/control.sock", 0, 0 },
+        { "agent", "drain_timeout_sec", K_UINT, OFF(drain_timeout_sec), false, "30", 0, 3600 },
+        { "agent", "seccomp", K_BOOL, OFF(seccomp), false, "true", 0, 0 },
+
+        { "controller", "url", K_URL, OFF(url), true, NULL, 0, 0 },
+        { "controller", "token_file", K_PATH, OFF(token_file), true, NULL, 0, 0 },
+        { "controller", "ca_file", K_PATH, OFF(ca_file), false, NULL, 0, 0 },
+        { "controller", "pinned_pubkey", K_PIN, OFF(pinned_pubkey), false, NULL, 0, 0 },
+        { "controller", "client_cert", K_PATH, OFF(client_cert), false, NULL, 0, 0 },
+        { "controller", "client_key", K_PATH, OFF(client_key), false, NULL, 0, 0 },
+        { "controller", "allow_insecure_http", K_BOOL, OFF(allow_insecure_http), false, "false", 0, 0 },
+        { "controller", "poll_wait_sec", K_UINT, OFF(poll_wait_sec), false, "30", 1, 60 },
+
+        { "vm", "uri", K_STRING, OFF(vm_uri), false, "qemu:///system", 0, 0 },
+        { "vm", "templates_file", K_PATH, OFF(templates_file), false, "/etc/nodeagent/templates.json", 0, 0 },
+        { "vm", "images_dir", K_PATH, OFF(images_dir), false, "/var/lib/nodeagent/images", 0, 0 },
+        { "vm", "storage_dir", K_PATH, OFF(vm_storage_dir), false, NULL, 0, 0 },
+        { "vm", "restart_stagger_sec", K_UINT, OFF(vm_restart_stagger_sec), false, "5", 0, 3600 },
+        { "vm", "guest_agent_timeout_sec", K_UINT, OFF(vm_guest_agent_timeout_sec), false, "10", 1, 600 },
+
+        { "firewall", "enabled", K_BOOL, OFF(fw_enabled), false, "true", 0, 0 },
+        { "firewall", "table", K_STRING, OFF(fw_table), false, "nodeagent", 0, 0 },
+
+        { "metrics", "interval_sec", K_UINT, OFF(metrics_interval_sec), false, "10", 1, 3600 },
+        { "metrics", "prometheus_listen", K_LISTEN, OFF(prometheus_listen), false, NULL, 0, 0 },
+        { "metrics", "proc_root", K_PATH, OFF(metrics_proc_root), false, "/proc", 0, 0 },
+        { "metrics", "sys_root", K_PATH, OFF(metrics_sys_root), false, "/sys", 0, 0 },
+        { "metrics", "cgroup_root", K_PATH, OFF(metrics_cgroup_root), false, "/sys/fs/cgroup", 0, 0 },
+};
+
+static const struct key_def *key_find(const char *section, const char *key)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+                if (streq(keys[i].section, section) && streq(keys[i].key, key))
+                        return &keys[i];
+        return NULL;
+}
+
+static bool section_known(const char *section)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+                if (streq(keys[i].section, section))
+                        return true;
+        return false;
+}
+
+void config_free(struct agent_config *cfg)
+{
+        if (!cfg)
+                return;
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+                enum key_type t = keys[i].type;
+                if (t != K_BOOL && t != K_UINT && t != K_LOGLEVEL)
+                        free(*(char **)((char *)cfg + keys[i].offset));
+        }
+        free(cfg->path);
+        free(cfg);
+}
+
+/* Parse value for def into cfg; returns NULL or the reason it is refused. */
+static const char *set_value(struct agent_config *cfg, const struct key_def *def, const char *value, char *why,
+                             size_t why_len)
+{
+        void *field = (char *)cfg + def->offset;
+        switch (def->type) {
+        case K_BOOL:
+                if (streq(value, "true") || streq(value, "yes") || streq(value, "1"))
+                        *(bool *)field = true;
+                else if (streq(value, "false") || streq(value, "no") || streq(value, "0"))
+                        *(bool *)field = false;
+                else
+                        return "must be true or false";
+                return NULL;
+        case K_UINT: {
+                char *end;
+                errno = 0;
+                long long v = strtoll(value, &end, 10);
+                if (!*value || *end || errno || !isdigit((unsigned char)value[0]))
+                        return "must be a whole number";
+                if (v < def->min || v > def->max) {
+                        snprintf(why, why_len, "must be between %lld and %lld", (long long)def->min, (long long)def->max);
+                        return why;
+                }
+                *(int64_t *)field = v;
+                return NULL;
+        }
+        case K_LOGLEVEL: {
+                int l = log_level_from_string(value);
+                if (l < 0)
+                        return "must be one of error, warn, info, debug";
+                *(int *)field = l;
+                return NULL;
+        }
+        case K_UUID:
+                if (!na_uuid_valid(value))
+                        return "must be a UUID (8-4-4-4-12 hexadecimal digits)";
+                break;
+        case K_PATH:
+                if (value[0] != '/')
+                        return "must be an absolute path";
+                if (strlen(value) >= PATH_MAX)
+                        return "path too long";
+                break;
+        case K_URL:
+                if (strncmp(value, "https://", 8) != 0 && strncmp(value, "http://", 7) != 0)
+                        return "must be an https:// URL";
+                if (strchr(value, ' '))
+                        return "must not contain spaces";
+                break;
+        case K_PIN:
+                if (strncmp(value, "sha256//", 8) != 0 || strlen(value) < 9)
+                        return "must be sha256//<base64 of the public key's SHA-256>";
+                break;
+        case K_LISTEN: {
+                const char *colon = strrchr(value, ':');
+                if (!colon || colon == value || !colon[1])
+                        return "must be ADDRESS:PORT on a loopback address, e.g. 127.0.0.1:9464";
+                char *end;
+                long port = strtol(colon + 1, &end, 10);
+                if (*end || port < 1 || port > 65535)
+                        return "port must be 1..65535";
+                if (strncmp(value, "127.", 4) != 0 && strncmp(value, "[::1]:", 6) != 0 && strncmp(value, "localhost:", 10) != 0)
+                        return "must be a loopback address (127.0.0.0/8, [::1] or localhost)";
+                break;
+        }
+        case K_STRING:
+                if (!*value)
+                        return "must not be empty";
+                break;
+        }
+        char *copy = strdup(value);
+        if (!copy)
+                return "out of memory";
+        free(*(char **)field);
+        *(char **)field = copy;
+        return NULL;
+}
+
+int config_defaults(struct agent_config **ret, struct na_error *err)
+{
+        _cleanup_(config_freep) struct agent_config *cfg = calloc(1, sizeof(*cfg));
+        if (!cfg)
+                return na_error_sys(err, ENOMEM, "config");
+        char why[128];
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+                if (keys[i].def) {
+                        const char *bad = set_value(cfg, &keys[i], keys[i].def, why, sizeof(why));
+                        if (bad)
+                                return na_error_set(err, EINVAL, NA_E_INTERNAL, "default of %s: %s", keys[i].key, bad);
+                }
+        *ret = TAKE_PTR(cfg);
+        return 0;
+}
+
+int config_check_token_file(const char *path, struct na_error *err)
+{
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return na_error_sys(err, errno, "token file %s", path);
+        if (!S_ISREG(st.st_mode))
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "token file %s is not a regular file", path);
+        if (st.st_mode & (S_IRWXG | S_IRWXO))
+                return na_error_set(err, EPERM, NA_E_INTERNAL,
+                                    "token file %s is readable by group or others (mode %04o); chmod 600 it", path,
+                                    (unsigned)(st.st_mode & 07777));
+        if (st.st_size == 0)
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "token file %s is empty", path);
+        return 0;
+}
+
+static char *trim(char *s)
+{
+        while (isspace((unsigned char)*s))
+                s++;
+        char *e = s + strlen(s);
+        while (e > s && isspace((unsigned char)e[-1]))
+                *--e = '\0';
+        return s;
+}
+
+#define PROBLEM(line, key, ...)                                                  \
+        do {                                                                     \
+                fprintf(report, "%s:%u: %s: ", path, (unsigned)(line), (key));   \
+                fprintf(report, __VA_ARGS__);                                    \
+                fputc('\n', report);                                             \
+                (*problems)++;                                                   \
+        } while (0)
+
+int config_load(const char *path, FILE *report, unsigned *problems, struct agent_config **ret,
+                struct na_error *err)
+{
+        *problems = 0;
+        _cleanup_free_ char *text = NULL;
+        int r = na_read_file(path, 1 << 20, &text, NULL, err);
+        if (r < 0)
+                return r;
+        _cleanup_(config_freep) struct agent_config *cfg = NULL;
+        r = config_defaults(&cfg, err);
+        if (r < 0)
+                return r;
+        cfg->path = strdup(path);
+
+        unsigned seen_line[ARRAY_SIZE(keys)] = { 0 };
+        unsigned section_line[16] = { 0 };
+        const char *sections[16] = { 0 };
+        size_t nsections = 0;
+        char section[64] = "";
+        unsigned cur_section_line = 0, lineno = 0;
+        char why[128];
+
+        for (char *line = text, *next; line; line = next) {
+                char *nl = strchr(line, '\n');
+                next = nl ? nl + 1 : NULL;
+                if (nl)
+                        *nl = '\0';
+                lineno++;
+                char *s = trim(line);
+                if (!*s || *s == '#' || *s == ';')
+                        continue;
+                if (*s == '[') {
+                        char *end = strchr(s, ']');
+                        if (!end || end[1]) {
+                                PROBLEM(lineno, s, "malformed section header (expected [name])");
+                                section[0] = '\0';
+                                continue;
+                        }
+                        *end = '\0';
+                        snprintf(section, sizeof(section), "%s", trim(s + 1));
+                        cur_section_line = lineno;
+                        if (!section_known(section)) {
+                                PROBLEM(lineno, section, "unknown section (known: agent, controller, vm, firewall, metrics)");
+                                section[0] = '\0';
+                                continue;
+                        }
+                        bool dup = false;
+                        for (size_t i = 0; i < nsections; i++)
+                                dup |= streq(sections[i], section);
+                        if (!dup && nsections < ARRAY_SIZE(sections)) {
+                                for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+                                        if (streq(keys[i].section, section)) {
+                                                sections[nsections] = keys[i].section;
+                                                break;
+                                        }
+                                section_line[nsections++] = cur_section_line;
+                        }
+                        continue;
+                }
+                char *eq = strchr(s, '=');
+                if (!eq) {
+                        PROBLEM(lineno, s, "expected key = value");
+                        continue;
+                }
+                *eq = '\0';
+                char *key = trim(s), *value = trim(eq + 1);
+                size_t vlen = strlen(value);
+                if (vlen >= 2 && value[0] == '"' && value[vlen - 1] == '"') {
+                        value[vlen - 1] = '\0';
+                        value++;
+                }
+                if (!section[0]) {
+                        PROBLEM(lineno, key, "key outside of a known section");
+                        continue;
+                }
+                const struct key_def *def = key_find(section, key);
+                if (!def) {
+                        PROBLEM(lineno, key, "unknown key in [%s]", section);
+                        continue;
+                }
+                size_t idx = (size_t)(def - keys);
+                if (seen_line[idx]) {
+                        PROBLEM(lineno, key, "set twice (first on line %u)", seen_line[idx]);
+                        continue;
+                }
+                seen_line[idx] = lineno;
+                const char *bad = set_value(cfg, def, value, why, sizeof(why));
+                if (bad)
+                        PROBLEM(lineno, key, "%s", bad);
+        }
+
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+                if (!keys[i].required || seen_line[i])
+                        continue;
+                unsigned where = 0;
+                for (size_t s = 0; s < nsections; s++)
+                        if (streq(sections[s], keys[i].section))
+                                where = section_line[s];
+                PROBLEM(where, keys[i].key, "is required in [%s]", keys[i].section);
+        }
+
+        /* Cross-key checks. */
+        size_t tf = (size_t)(key_find("controller", "token_file") - keys);
+        if (cfg->token_file && seen_line[tf]) {
+                struct na_error terr = NA_ERROR_INIT;
+                if (config_check_token_file(cfg->token_file, &terr) < 0)
+                        PROBLEM(seen_line[tf], "token_file", "%s", terr.message);
+                na_error_clear(&terr);
+        }
+        size_t ui = (size_t)(key_find("controller", "url") - keys);
+        if (cfg->url && strncmp(cfg->url, "http://", 7) == 0) {
+                if (!cfg->allow_insecure_http)
+                        PROBLEM(seen_line[ui], "url", "plain http:// needs allow_insecure_http = true (loopback only)");
+                else {
+                        const char *host = cfg->url + 7;
+                        if (strncmp(host, "127.", 4) != 0 && strncmp(host, "localhost", 9) != 0 && strncmp(host, "[::1]", 5) != 0)
+                                PROBLEM(seen_line[ui], "url", "plain http:// is allowed only to a loopback address");
+                }
+        }
+        size_t cc = (size_t)(key_find("controller", "client_cert") - keys);
+        size_t ck = (size_t)(key_find("controller", "client_key") - keys);
+        if (!!cfg->client_cert != !!cfg->client_key)
+                PROBLEM(seen_line[cfg->client_cert ? cc : ck], cfg->client_cert ? "client_cert" : "client_key",
+                        "client_cert and client_key go together");
+        if (cfg->fw_table) {
+                size_t tt = (size_t)(key_find("firewall", "table") - keys);
+                bool ok = strlen(cfg->fw_table) <= 32;
+                for (const char *p = cfg->fw_table; *p; p++)
+                        ok &= isalnum((unsigned char)*p) || *p == '_' || *p == '-';
+                if (!ok)
+                        PROBLEM(seen_line[tt], "table", "must be 1..32 letters, digits, '_' or '-'");
+        }
+
+        *ret = TAKE_PTR(cfg);
+        return 0;
+}

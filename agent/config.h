@@ -1,0 +1,72 @@
+/*
+ * /etc/nodeagent/nodeagent.conf: INI sections and keys, each defined once in the
+ * table of config.c with its type, bounds and default. Every problem is reported
+ * as "FILE:LINE: key: reason"; the daemon exits 2 when there is any.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/error.h"
+
+#define NA_DEFAULT_CONFIG "/etc/nodeagent/nodeagent.conf"
+
+struct agent_config {
+        char *path;
+
+        /* [agent] */
+        char *node_id;
+        char *state_dir;
+        int log_level;
+        int64_t max_parallel_jobs;
+        char *control_socket;
+        int64_t drain_timeout_sec;
+        bool seccomp;
+
+        /* [controller] */
+        char *url;
+        char *token_file;
+        char *ca_file;
+        char *pinned_pubkey;
+        char *client_cert;
+        char *client_key;
+        bool allow_insecure_http;
+        int64_t poll_wait_sec;
+
+        /* [vm] */
+        char *vm_uri;
+        char *templates_file;
+        char *images_dir;
+        char *vm_storage_dir;
+        int64_t vm_restart_stagger_sec;
+        int64_t vm_guest_agent_timeout_sec;
+
+        /* [firewall] */
+        bool fw_enabled;
+        char *fw_table;
+
+        /* [metrics] */
+        int64_t metrics_interval_sec;
+        char *prometheus_listen;
+        char *metrics_proc_root;
+        char *metrics_sys_root;
+        char *metrics_cgroup_root;
+};
+
+/* Defaults only (no file): what the tests and `--check-config` start from. */
+int config_defaults(struct agent_config **ret, struct na_error *err);
+
+/*
+ * Parse path. Problems are written to report (one "FILE:LINE: key: reason" line
+ * each) and counted in *problems; the return is negative only when the file cannot
+ * be read at all. The config is usable only when *problems is 0.
+ */
+int config_load(const char *path, FILE *report, unsigned *problems, struct agent_config **ret,
+                struct na_error *err);
+void config_free(struct agent_config *cfg);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct agent_config *, config_free)
+
+/* Check the token file: exists, regular, not readable by group or others, not empty. */
+int config_check_token_file(const char *path, struct na_error *err);

@@ -1,0 +1,367 @@
+#include "agent/control.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "agent/log.h"
+#include "common/fileio.h"
+#include "common/json-cleanup.h"
+#include "common/timeutil.h"
+#include "common/uuid.h"
+#include "proto/decode.h"
+
+#define LINE_MAX_BYTES (1u << 20)
+
+struct conn {
+        struct control *control;
+        int fd;
+        uint64_t id;
+        char *in;
+        size_t in_len, in_cap;
+        char *out;
+        size_t out_len, out_cap;
+        bool closing;
+        struct conn *next;
+};
+
+struct control {
+        struct loop *loop;
+        struct jobs *jobs;
+        const struct control_ops *ops;
+        void *userdata;
+        int listen_fd;
+        char *path;
+        struct conn *conns;
+        uint64_t next_id;
+};
+
+/* A run request waiting for its job; the connection may be gone by then. */
+struct pending_run {
+        struct control *control;
+        uint64_t conn_id;
+};
+
+static struct conn *conn_by_id(struct control *c, uint64_t id)
+{
+        for (struct conn *k = c->conns; k; k = k->next)
+                if (k->id == id)
+                        return k;
+        return NULL;
+}
+
+static void conn_free(struct conn *k)
+{
+        struct control *c = k->control;
+        for (struct conn **pp = &c->conns; *pp; pp = &(*pp)->next)
+                if (*pp == k) {
+                        *pp = k->next;
+                        break;
+                }
+        loop_unwatch(c->loop, k->fd);
+        close(k->fd);
+        free(k->in);
+        free(k->out);
+        free(k);
+}
+
+static void conn_io(void *userdata, int fd, uint32_t revents);
+
+static void conn_flush(struct conn *k)
+{
+        while (k->out_len > 0) {
+                ssize_t n = send(k->fd, k->out, k->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                break;
+                        k->closing = true;
+                        k->out_len = 0;
+                        break;
+                }
+                memmove(k->out, k->out + n, k->out_len - (size_t)n);
+                k->out_len -= (size_t)n;
+        }
+        uint32_t ev = EPOLLIN | (k->out_len ? EPOLLOUT : 0);
+        loop_watch(k->control->loop, k->fd, ev, conn_io, k, NULL);
+}
+
+static void conn_send(struct conn *k, json_t *msg)
+{
+        _cleanup_free_ char *text = json_dumps(msg, JSON_COMPACT);
+        if (!text)
+                return;
+        size_t len = strlen(text);
+        if (k->out_len + len + 1 > k->out_cap) {
+                size_t cap = (k->out_len + len + 1) * 2;
+                char *n = realloc(k->out, cap);
+                if (!n)
+                        return;
+                k->out = n;
+                k->out_cap = cap;
+        }
+        memcpy(k->out + k->out_len, text, len);
+        k->out[k->out_len + len] = '\n';
+        k->out_len += len + 1;
+        conn_flush(k);
+}
+
+static void send_error(struct conn *k, const char *fmt, ...) _printf_(2, 3);
+static void send_error(struct conn *k, const char *fmt, ...)
+{
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        json_t *o = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+        conn_send(k, o);
+        json_decref(o);
+}
+
+static void run_finished(void *userdata, struct job_ctx *job)
+{
+        struct pending_run *p = userdata;
+        struct conn *k = conn_by_id(p->control, p->conn_id);
+        if (k) {
+                json_t *o = json_pack("{s:b, s:{s:s, s:s, s:s, s:s}, s:O}", "ok", 1, "job", "id", job->pj.id, "kind",
+                                      job->pj.kind, "target", job->target_key, "state", job_state_name(job->state),
+                                      "result", job->result ? job->result : json_null());
+                conn_send(k, o);
+                json_decref(o);
+        }
+        log_job(job->state == JOB_SUCCEEDED ? LOG_LEVEL_INFO : LOG_LEVEL_WARN, job->pj.id, job->target_key,
+                "local job %s %s%s%s", job->pj.kind, job_state_name(job->state), job->error.code ? ": " : "",
+                job->error.code ? job->error.message : "");
+        free(p);
+}
+
+static const struct job_sink local_sink = {
+        .finished = run_finished,
+};
+
+static void handle_run(struct conn *k, json_t *req)
+{
+        struct control *c = k->control;
+        struct proto_job pj = { 0 };
+        struct na_error err = NA_ERROR_INIT;
+        const char *kind = NULL;
+        json_t *target = NULL, *params = NULL;
+
+        proto_string(req, NULL, "kind", PROTO_REQUIRED, 1, PROTO_KIND_MAX, &kind, &err);
+        proto_object(req, NULL, "params", 0, &params, &err);
+        pj.timeout_sec = PROTO_TIMEOUT_DEFAULT_SEC;
+        proto_int(req, NULL, "timeoutSec", 0, 1, PROTO_TIMEOUT_MAX_SEC, &pj.timeout_sec, &err);
+        if (proto_object(req, NULL, "target", 0, &target, &err) == PROTO_PRESENT) {
+                int type = 0;
+                const char *id = NULL;
+                proto_enum(target, "target", "type", PROTO_REQUIRED, proto_target_types, &type, &err);
+                proto_string(target, "target", "id", 0, 1, PROTO_ID_MAX, &id, &err);
+                pj.target_type = (enum proto_target_type)type;
+                snprintf(pj.target_id, sizeof(pj.target_id), "%s", id ? id : "");
+        }
+        if (na_error_is_set(&err)) {
+                _cleanup_json_ json_t *e = na_error_to_json(&err);
+                json_t *o = json_pack("{s:b, s:s, s:O}", "ok", 0, "error", err.message, "details", e);
+                conn_send(k, o);
+                json_decref(o);
+                na_error_clear(&err);
+                return;
+        }
+        na_uuid_random(pj.id, sizeof(pj.id));
+        snprintf(pj.kind, sizeof(pj.kind), "%s", kind);
+        pj.attempt = 1;
+        pj.created_at_ms = (int64_t)na_now_real_ms();
+        pj.params = params ? json_deep_copy(params) : json_object();
+
+        struct pending_run *p = calloc(1, sizeof(*p));
+        if (!p) {
+                proto_job_clear(&pj);
+                send_error(k, "out of memory");
+                return;
+        }
+        p->control = c;
+        p->conn_id = k->id;
+        log_job(LOG_LEVEL_INFO, pj.id, NULL, "local job %s submitted from the control socket", pj.kind);
+        if (!jobs_submit(c->jobs, &pj, &local_sink, p)) {
+                proto_job_clear(&pj);
+                free(p);
+                send_error(k, "could not queue the job");
+        }
+}
+
+static void handle_line(struct conn *k, const char *line, size_t len)
+{
+        struct control *c = k->control;
+        json_error_t jerr;
+        _cleanup_json_ json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!req || !json_is_object(req)) {
+                send_error(k, "request is not a JSON object: %s", req ? "wrong type" : jerr.text);
+                return;
+        }
+        const char *cmd = json_string_value(json_object_get(req, "cmd"));
+        if (!cmd) {
+                send_error(k, "request has no \"cmd\" (status, jobs or run)");
+                return;
+        }
+        if (streq(cmd, "status")) {
+                json_t *o = json_pack("{s:b, s:o}", "ok", 1, "status", c->ops->status(c->userdata));
+                conn_send(k, o);
+                json_decref(o);
+        } else if (streq(cmd, "jobs")) {
+                json_t *o = json_pack("{s:b, s:o}", "ok", 1, "jobs", jobs_list_json(c->jobs));
+                conn_send(k, o);
+                json_decref(o);
+        } else if (streq(cmd, "run"))
+                handle_run(k, req);
+        else
+                send_error(k, "unknown cmd \"%.64s\" (status, jobs or run)", cmd);
+}
+
+static void conn_io(void *userdata, int fd, uint32_t revents)
+{
+        struct conn *k = userdata;
+        if (revents & EPOLLOUT)
+                conn_flush(k);
+        if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+                for (;;) {
+                        if (k->in_cap - k->in_len < 4096) {
+                                size_t cap = k->in_cap ? k->in_cap * 2 : 8192;
+                                char *n = realloc(k->in, cap);
+                                if (!n) {
+                                        k->closing = true;
+                                        break;
+                                }
+                                k->in = n;
+                                k->in_cap = cap;
+                        }
+                        ssize_t n = recv(fd, k->in + k->in_len, k->in_cap - k->in_len, MSG_DONTWAIT);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0 && errno == EAGAIN)
+                                break;
+                        if (n <= 0) {
+                                k->closing = true;
+                                break;
+                        }
+                        k->in_len += (size_t)n;
+                        char *start = k->in, *nl;
+                        while ((nl = memchr(start, '\n', k->in_len - (size_t)(start - k->in)))) {
+                                if (nl > start)
+                                        handle_line(k, start, (size_t)(nl - start));
+                                start = nl + 1;
+                        }
+                        size_t rest = k->in_len - (size_t)(start - k->in);
+                        memmove(k->in, start, rest);
+                        k->in_len = rest;
+                        if (k->in_len > LINE_MAX_BYTES) {
+                                send_error(k, "request line longer than %u bytes", LINE_MAX_BYTES);
+                                k->closing = true;
+                                break;
+                        }
+                }
+        }
+        if (k->closing && k->out_len == 0)
+                conn_free(k);
+}
+
+static void listen_io(void *userdata, int fd, uint32_t revents)
+{
+        struct control *c = userdata;
+        for (;;) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (cfd < 0)
+                        return;
+                struct conn *k = calloc(1, sizeof(*k));
+                if (!k) {
+                        close(cfd);
+                        return;
+                }
+                k->control = c;
+                k->fd = cfd;
+                k->id = ++c->next_id;
+                if (loop_watch(c->loop, cfd, EPOLLIN, conn_io, k, NULL) < 0) {
+                        close(cfd);
+                        free(k);
+                        continue;
+                }
+                k->next = c->conns;
+                c->conns = k;
+        }
+}
+
+int control_open(struct loop *loop, struct jobs *jobs, const char *path, const struct control_ops *ops,
+                 void *userdata, struct control **ret, struct na_error *err)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL, "control socket %s: path too long", path);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return na_error_sys(err, ENOMEM, "control socket");
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = '\0';
+                int r = na_mkdir_p(dir, 0755, err);
+                if (r < 0)
+                        return na_error_prefix(err, "control socket %s", path);
+        }
+
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return na_error_sys(err, errno, "control socket %s", path);
+        /* A socket file left by a crashed agent: remove it only if nobody answers. */
+        struct stat st;
+        if (lstat(path, &st) == 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return na_error_set(err, EEXIST, NA_E_INTERNAL, "control socket %s: exists and is not a socket", path);
+                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+                        return na_error_set(err, EADDRINUSE, NA_E_INTERNAL, "control socket %s: another agent is listening", path);
+                unlink(path);
+        }
+        mode_t old = umask(0117);
+        int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+        umask(old);
+        if (r < 0)
+                return na_error_sys(err, errno, "control socket %s: bind", path);
+        if (chmod(path, 0660) < 0 || listen(fd, 16) < 0)
+                return na_error_sys(err, errno, "control socket %s: listen", path);
+
+        struct control *c = calloc(1, sizeof(*c));
+        if (!c)
+                return na_error_sys(err, ENOMEM, "control socket");
+        c->loop = loop;
+        c->jobs = jobs;
+        c->ops = ops;
+        c->userdata = userdata;
+        c->path = strdup(path);
+        r = loop_watch(loop, fd, EPOLLIN, listen_io, c, err);
+        if (r < 0) {
+                free(c->path);
+                free(c);
+                return r;
+        }
+        c->listen_fd = TAKE_FD(fd);
+        *ret = c;
+        return 0;
+}
+
+void control_close(struct control *c)
+{
+        if (!c)
+                return;
+        while (c->conns)
+                conn_free(c->conns);
+        loop_unwatch(c->loop, c->listen_fd);
+        close(c->listen_fd);
+        unlink(c->path);
+        free(c->path);
+        free(c);
+}

@@ -1,0 +1,328 @@
+#include "agent/daemon.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "agent/control.h"
+#include "agent/hostinfo.h"
+#include "agent/jobs.h"
+#include "agent/jobstore.h"
+#include "agent/link.h"
+#include "agent/log.h"
+#include "agent/loop.h"
+#include "agent/notify.h"
+#include "agent/reports.h"
+#include "agent/sandbox.h"
+#include "agent/services.h"
+#include "common/fileio.h"
+#include "common/json-cleanup.h"
+#include "common/timeutil.h"
+#include "proto/wire.h"
+
+#define DRAIN_TICK_MS 50
+#define DRAIN_GRACE_MS 5000
+
+struct agent {
+        struct agent_config *cfg;
+        struct loop *loop;
+        struct jobs *jobs;
+        struct jobstore *store;
+        struct reports *reports;
+        struct link *link;
+        struct control *control;
+        struct agent_services services;
+        struct host_facts host;
+        int lock_fd;
+        uint64_t started_us;
+
+        bool draining, drain_forced;
+        uint64_t drain_started_us;
+        struct loop_timer *drain_timer, *watchdog_timer, *status_timer;
+        uint64_t watchdog_usec;
+};
+
+/* ---- what handlers and the control socket see ---- */
+
+json_t *agent_node_status(void *agent, struct na_error *err)
+{
+        struct agent *a = agent;
+        struct host_facts local;
+        const struct host_facts *h = a ? &a->host : &local;
+        if (!a && hostinfo_read(&local, "/sys", err) < 0)
+                return NULL;
+        struct proto_host ph;
+        hostinfo_to_proto(h, &ph);
+        uint64_t up = a ? (na_now_mono_us() - a->started_us) / NA_USEC_PER_SEC : 0;
+        return json_pack("{s:s, s:I, s:I, s:I, s:o}", "agentVersion", NA_VERSION, "uptimeSec", (json_int_t)up,
+                         "jobsRunning", (json_int_t)(a ? jobs_running(a->jobs) : 0), "resultsPending",
+                         (json_int_t)(a ? link_results_pending(a->link) : 0), "host", proto_host_encode(&ph));
+}
+
+static void emit_event(const struct agent_services *s, const char *type, const char *target_id, json_t *data)
+{
+        struct agent *a = s->agent;
+        json_t *ev = proto_event_encode(type, target_id, na_now_real_ms(), data);
+        log_info("event %s target=%s", type, target_id);
+        if (a && a->link)
+                link_emit_event(a->link, ev);
+        else
+                json_decref(ev);
+}
+
+static json_t *status_json(void *userdata)
+{
+        struct agent *a = userdata;
+        struct jobs_counters c;
+        jobs_counters(a->jobs, &c);
+        struct jobstore_stats js;
+        jobstore_get_stats(a->store, &js);
+        return json_pack("{s:s, s:i, s:s, s:I, s:b, s:o, s:{s:i, s:i, s:i, s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I, s:I}}",
+                         "version", NA_VERSION, "pid", (int)getpid(), "nodeId", a->cfg->node_id, "uptimeSec",
+                         (json_int_t)((na_now_mono_us() - a->started_us) / NA_USEC_PER_SEC), "draining", a->draining,
+                         "link", link_status_json(a->link), "jobs", "running", (int)jobs_running(a->jobs), "queued",
+                         (int)jobs_queued(a->jobs), "maxParallel", (int)jobs_max_parallel(a->jobs), "succeeded",
+                         (json_int_t)c.succeeded, "failed", (json_int_t)c.failed, "abandoned", (json_int_t)c.abandoned,
+                         "resultsPending", (json_int_t)link_results_pending(a->link), "journal", "bytes",
+                         (json_int_t)js.file_bytes, "records", (json_int_t)js.file_records, "pendingResults",
+                         (json_int_t)js.pending_results, "interrupted", (json_int_t)js.interrupted, "syncs",
+                         (json_int_t)js.syncs);
+}
+
+static const struct control_ops control_ops = {
+        .status = status_json,
+};
+
+/* ---- signals, drain, reload ---- */
+
+static void drain_tick(void *userdata)
+{
+        struct agent *a = userdata;
+        uint64_t elapsed_ms = (na_now_mono_us() - a->drain_started_us) / 1000;
+        uint64_t limit_ms = (uint64_t)a->cfg->drain_timeout_sec * 1000;
+        unsigned running = jobs_running(a->jobs);
+
+        if (running == 0 && link_idle(a->link)) {
+                log_info("stopped: no job running, state flushed");
+                loop_quit(a->loop, 0);
+                return;
+        }
+        if (elapsed_ms >= limit_ms && !a->drain_forced) {
+                a->drain_forced = true;
+                log_warn("drain timeout (%llds): asking %u running job(s) to stop at their next safe point; they run "
+                         "again from the start when the central API offers them again",
+                         (long long)a->cfg->drain_timeout_sec, running);
+                jobs_stop_all(a->jobs, JOB_STOP_SHUTDOWN, true);
+        }
+        if (elapsed_ms >= limit_ms + DRAIN_GRACE_MS) {
+                log_warn("stopped with %u job(s) still inside a driver call; they are recorded as interrupted", running);
+                loop_quit(a->loop, 0);
+                return;
+        }
+        loop_timer_arm_ms(a->drain_timer, DRAIN_TICK_MS);
+}
+
+static void start_drain(struct agent *a)
+{
+        if (a->draining)
+                return;
+        a->draining = true;
+        a->drain_started_us = na_now_mono_us();
+        notify_send("STOPPING=1");
+        log_info("stopping: taking no new jobs, letting %u running job(s) reach a safe point (up to %llds)",
+                 jobs_running(a->jobs), (long long)a->cfg->drain_timeout_sec);
+        link_drain(a->link);
+        jobs_stop_all(a->jobs, JOB_STOP_SHUTDOWN, false);
+        drain_tick(a);
+}
+
+static void reload(struct agent *a)
+{
+        unsigned problems = 0;
+        struct na_error err = NA_ERROR_INIT;
+        _cleanup_(config_freep) struct agent_config *fresh = NULL;
+        char *report = NULL;
+        size_t report_len = 0;
+        FILE *f = open_memstream(&report, &report_len);
+        int r = f ? config_load(a->cfg->path, f, &problems, &fresh, &err) : -ENOMEM;
+        if (f)
+                fclose(f);
+        if (r < 0 || problems) {
+                log_error("reload: %s; keeping the running configuration", r < 0 ? err.message : "configuration has problems");
+                for (char *line = report ? strtok(report, "\n") : NULL; line; line = strtok(NULL, "\n"))
+                        log_error("reload: %s", line);
+        } else {
+                if (fresh->log_level != a->cfg->log_level) {
+                        log_set_level((enum log_level)fresh->log_level);
+                        a->cfg->log_level = fresh->log_level;
+                }
+                log_info("reloaded: log_level=%s; token re-read; other settings take effect at the next start",
+                         log_level_to_string((enum log_level)a->cfg->log_level));
+        }
+        free(report);
+        na_error_clear(&err);
+        link_reload_token(a->link);
+}
+
+static void on_signal(void *userdata, int signo)
+{
+        struct agent *a = userdata;
+        if (signo == SIGHUP)
+                reload(a);
+        else
+                start_drain(a);
+}
+
+static void watchdog_tick(void *userdata)
+{
+        struct agent *a = userdata;
+        notify_send("WATCHDOG=1");
+        loop_timer_arm_us(a->watchdog_timer, a->watchdog_usec / 2);
+}
+
+static void status_tick(void *userdata)
+{
+        struct agent *a = userdata;
+        char status[256];
+        snprintf(status, sizeof(status), "STATUS=controller %s, %u job(s) running, %u queued, %u result(s) waiting",
+                 link_state_name(a->link), jobs_running(a->jobs), jobs_queued(a->jobs), link_results_pending(a->link));
+        notify_send(status);
+        loop_timer_arm_ms(a->status_timer, 5000);
+}
+
+/* ---- start-up and teardown ---- */
+
+static int open_state_dir(struct agent *a, struct na_error *err)
+{
+        const char *dir = a->cfg->state_dir;
+        int r = na_mkdir_p(dir, 0700, err);
+        if (r < 0)
+                return na_error_prefix(err, "state directory %s", dir);
+        if (access(dir, W_OK) < 0)
+                return na_error_sys(err, errno, "state directory %s is not writable", dir);
+        return na_statedir_lock(dir, &a->lock_fd, err);
+}
+
+int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err)
+{
+        struct link_options lo;
+        int r;
+        struct agent *a = calloc(1, sizeof(*a));
+        if (!a) {
+                config_free(cfg);
+                return na_error_sys(err, ENOMEM, "agent");
+        }
+        a->cfg = cfg;
+        a->lock_fd = -1;
+        a->started_us = na_now_mono_us();
+        log_set_level((enum log_level)cfg->log_level);
+        signal(SIGPIPE, SIG_IGN);
+
+        r = open_state_dir(a, err);
+        if (r < 0)
+                goto fail;
+        r = hostinfo_read(&a->host, "/sys", err);
+        if (r < 0)
+                goto fail;
+        r = loop_new(&a->loop, err);
+        if (r < 0)
+                goto fail;
+        /* Before any thread starts, so that only the loop ever sees these signals. */
+        r = loop_signals(a->loop, (const int[]){ SIGTERM, SIGINT, SIGHUP }, 3, on_signal, a, err);
+        if (r < 0)
+                goto fail;
+
+        a->services.config = cfg;
+        a->services.state_dir = cfg->state_dir;
+        a->services.emit_event = emit_event;
+        a->services.agent = a;
+
+        r = jobs_new(a->loop, &a->services, (unsigned)cfg->max_parallel_jobs, &a->jobs, err);
+        if (r < 0)
+                goto fail;
+        r = jobstore_open(cfg->state_dir, &a->store, err);
+        if (r < 0)
+                goto fail;
+        r = reports_open(cfg->state_dir, &a->reports, err);
+        if (r < 0)
+                goto fail;
+        lo = (struct link_options){
+                .cfg = cfg,
+                .host = &a->host,
+                .jobs = a->jobs,
+                .store = a->store,
+                .reports = a->reports,
+                .userdata = a,
+        };
+        r = link_new(a->loop, &lo, &a->link, err);
+        if (r < 0)
+                goto fail;
+        r = control_open(a->loop, a->jobs, cfg->control_socket, &control_ops, a, &a->control, err);
+        if (r < 0)
+                goto fail;
+
+        a->drain_timer = loop_timer_new(a->loop, drain_tick, a);
+        a->status_timer = loop_timer_new(a->loop, status_tick, a);
+        a->watchdog_usec = notify_watchdog_usec();
+        if (a->watchdog_usec) {
+                a->watchdog_timer = loop_timer_new(a->loop, watchdog_tick, a);
+                loop_timer_arm_us(a->watchdog_timer, a->watchdog_usec / 2);
+        }
+        *ret = a;
+        return 0;
+fail:
+        agent_free(a);
+        return r;
+}
+
+int agent_run(struct agent *a)
+{
+        struct na_error err = NA_ERROR_INIT;
+        if (a->cfg->seccomp) {
+                if (sandbox_apply(&err) < 0) {
+                        log_error("%s", err.message);
+                        na_error_clear(&err);
+                        return 1;
+                }
+                log_debug("seccomp filter loaded");
+        }
+        link_start(a->link);
+        log_info("nodeagentd %s started: node %s, state %s, control %s, up to %lld jobs in parallel", NA_VERSION,
+                 a->cfg->node_id, a->cfg->state_dir, a->cfg->control_socket, (long long)a->cfg->max_parallel_jobs);
+        notify_send("READY=1");
+        status_tick(a);
+        int code = loop_run(a->loop);
+        return code < 0 ? 1 : code;
+}
+
+void agent_free(struct agent *a)
+{
+        if (!a)
+                return;
+        /* A worker still inside a driver call may yet record its result: then the
+         * stores are flushed, not freed, and the process exit takes them. */
+        bool busy = a->jobs && jobs_running(a->jobs) > 0;
+        control_close(a->control);
+        link_free(a->link);
+        jobs_free(a->jobs);
+        if (busy) {
+                struct na_error err = NA_ERROR_INIT;
+                if (a->store)
+                        jobstore_flush(a->store, &err);
+                if (a->reports)
+                        reports_flush(a->reports, &err);
+                na_error_clear(&err);
+        } else {
+                reports_close(a->reports);
+                jobstore_close(a->store);
+        }
+        loop_timer_free(a->drain_timer);
+        loop_timer_free(a->status_timer);
+        loop_timer_free(a->watchdog_timer);
+        loop_free(a->loop);
+        if (a->lock_fd >= 0)
+                close(a->lock_fd);
+        config_free(a->cfg);
+        free(a);
+}

@@ -1,0 +1,58 @@
+#include "agent/hostinfo.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
+
+#include "common/fileio.h"
+
+static bool exists(const char *root, const char *rel)
+{
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s%s", root, rel);
+        return stat(path, &st) == 0;
+}
+
+int hostinfo_read(struct host_facts *h, const char *sys_root, struct na_error *err)
+{
+        memset(h, 0, sizeof(*h));
+        struct utsname u;
+        if (uname(&u) < 0)
+                return na_error_sys(err, errno, "uname");
+        snprintf(h->hostname, sizeof(h->hostname), "%s", u.nodename);
+        snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        h->cpus = n > 0 ? n : 1;
+        struct sysinfo si;
+        if (sysinfo(&si) == 0)
+                h->memory_mb = (int64_t)((uint64_t)si.totalram * si.mem_unit / (1024 * 1024));
+
+        const char *root = sys_root ? sys_root : "/sys";
+        if (exists(root, "/fs/cgroup/cgroup.controllers"))
+                snprintf(h->cgroup, sizeof(h->cgroup), "v2");
+        else if (exists(root, "/fs/cgroup/unified/cgroup.controllers"))
+                snprintf(h->cgroup, sizeof(h->cgroup), "hybrid");
+        else
+                snprintf(h->cgroup, sizeof(h->cgroup), "v1");
+
+        _cleanup_free_ char *boot = NULL;
+        struct na_error ignore = NA_ERROR_INIT;
+        if (na_read_file("/proc/sys/kernel/random/boot_id", 64, &boot, NULL, &ignore) == 0) {
+                boot[strcspn(boot, "\n")] = '\0';
+                snprintf(h->boot_id, sizeof(h->boot_id), "%s", boot);
+        }
+        na_error_clear(&ignore);
+        return 0;
+}
+
+void hostinfo_to_proto(const struct host_facts *h, struct proto_host *out)
+{
+        out->hostname = h->hostname;
+        out->kernel = h->kernel;
+        out->cpus = h->cpus;
+        out->memory_mb = h->memory_mb;
+        out->cgroup = h->cgroup;
+}

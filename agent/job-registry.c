@@ -1,0 +1,41 @@
+/* Every job kind this agent knows, gathered from the modules' lists. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/jobs.h"
+
+extern job_kind_list node_job_kinds;
+extern job_kind_list test_job_kinds;
+
+static const struct job_kind *const *const lists[] = {
+        node_job_kinds,
+};
+
+/* The test kinds exist only for the project's own tests (agent/jobs-test.c). */
+static bool test_kinds_enabled(void)
+{
+        const char *v = getenv("NODEAGENT_TEST_KINDS");
+        return v && streq(v, "1");
+}
+
+#define FOREACH_KIND(k)                                                                          \
+        for (size_t _l = 0; _l <= ARRAY_SIZE(lists); _l++)                                       \
+                for (const struct job_kind *const *k =                                           \
+                             _l < ARRAY_SIZE(lists) ? lists[_l] : (test_kinds_enabled() ? test_job_kinds : NULL); \
+                     k && *k; k++)
+
+const struct job_kind *job_kind_find(const char *name)
+{
+        FOREACH_KIND(k)
+        if (streq((*k)->name, name))
+                return *k;
+        return NULL;
+}
+
+json_t *job_kinds_json(void)
+{
+        json_t *a = json_array();
+        FOREACH_KIND(k)
+        json_array_append_new(a, json_string((*k)->name));
+        return a;
+}

@@ -1,0 +1,137 @@
+/*
+ * Kinds for the project's own tests, present only when the daemon runs with
+ * NODEAGENT_TEST_KINDS=1 (otherwise they are UNSUPPORTED_JOB like any unknown kind):
+ *   test.append {sleepMs?}  changes the node: appends its job id to
+ *                           <state_dir>/test-effects.log unless it is already there
+ *                           (converging, like every real kind), and logs every run
+ *                           in test-runs.log; the crash test counts both.
+ *   test.sleep {sleepMs?}   changes nothing; sleeps with safe points (timeouts,
+ *                           cancels, leases, drain).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/job.h"
+#include "agent/services.h"
+#include "common/fileio.h"
+#include "proto/decode.h"
+
+static const char *const test_stages[] = { "working", NULL };
+
+struct test_params {
+        int64_t sleep_ms;
+};
+
+static int test_decode(json_t *params, void **ret, struct na_error *err)
+{
+        struct test_params *p = calloc(1, sizeof(*p));
+        if (!p)
+                return na_error_sys(err, ENOMEM, "params");
+        proto_int(params, NULL, "sleepMs", 0, 0, 600000, &p->sleep_ms, err);
+        if (na_error_is_set(err)) {
+                free(p);
+                return -EINVAL;
+        }
+        *ret = p;
+        return 0;
+}
+
+static int sleep_with_safe_points(struct job_ctx *ctx, int64_t ms, struct na_error *err)
+{
+        int64_t slept = 0;
+        while (slept < ms) {
+                int r = job_checkpoint(ctx, err);
+                if (r < 0)
+                        return r;
+                int64_t step = ms - slept < 20 ? ms - slept : 20;
+                struct timespec ts = { .tv_sec = 0, .tv_nsec = step * 1000000L };
+                nanosleep(&ts, NULL);
+                slept += step;
+                if (slept % 1000 < 20)
+                        job_progress(ctx, "working", (int)(slept * 100 / ms), "slept %lld ms", (long long)slept);
+        }
+        return job_checkpoint(ctx, err);
+}
+
+static int append_line(const char *path, const char *line, struct na_error *err)
+{
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return na_error_sys(err, errno, "open %s", path);
+        size_t len = strlen(line);
+        if (write(fd, line, len) != (ssize_t)len || fsync(fd) < 0)
+                return na_error_sys(err, errno, "append to %s", path);
+        return 0;
+}
+
+static int test_append_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct test_params *p = params;
+        const char *dir = job_services(ctx)->state_dir;
+        char runs[4096], effects[4096], line[128];
+        snprintf(runs, sizeof(runs), "%s/test-runs.log", dir);
+        snprintf(effects, sizeof(effects), "%s/test-effects.log", dir);
+        snprintf(line, sizeof(line), "%s %lld\n", job_id(ctx), (long long)job_attempt(ctx));
+        int r = append_line(runs, line, err);
+        if (r < 0)
+                return r;
+        job_progress(ctx, "working", 0, NULL);
+        r = sleep_with_safe_points(ctx, p->sleep_ms / 2, err);
+        if (r < 0)
+                return r;
+
+        /* The effect, converging: present once whatever the number of runs. */
+        _cleanup_free_ char *text = NULL;
+        struct na_error rerr = NA_ERROR_INIT;
+        if (na_read_file(effects, 64u << 20, &text, NULL, &rerr) < 0)
+                text = NULL;
+        na_error_clear(&rerr);
+        snprintf(line, sizeof(line), "%s\n", job_id(ctx));
+        bool applied = false;
+        if (!text || !strstr(text, line)) {
+                r = append_line(effects, line, err);
+                if (r < 0)
+                        return r;
+                applied = true;
+        }
+        r = sleep_with_safe_points(ctx, p->sleep_ms - p->sleep_ms / 2, err);
+        if (r < 0)
+                return r;
+        *ret = json_pack("{s:b}", "applied", applied);
+        return 0;
+}
+
+static int test_sleep_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct test_params *p = params;
+        job_progress(ctx, "working", 0, NULL);
+        int r = sleep_with_safe_points(ctx, p->sleep_ms, err);
+        if (r < 0)
+                return r;
+        *ret = json_pack("{s:I}", "sleptMs", (json_int_t)p->sleep_ms);
+        return 0;
+}
+
+static const struct job_kind test_append = {
+        .name = "test.append",
+        .target = PROTO_TARGET_NODE,
+        .changes = true,
+        .stages = test_stages,
+        .decode = test_decode,
+        .free_params = free,
+        .run = test_append_run,
+};
+
+static const struct job_kind test_sleep = {
+        .name = "test.sleep",
+        .target = PROTO_TARGET_NODE,
+        .changes = false,
+        .stages = test_stages,
+        .decode = test_decode,
+        .free_params = free,
+        .run = test_sleep_run,
+};
+
+job_kind_list test_job_kinds = { &test_append, &test_sleep, NULL };

@@ -1,0 +1,387 @@
+#include "agent/loop.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+
+#include "common/timeutil.h"
+
+struct watch {
+        loop_io_fn fn;
+        void *userdata;
+        uint32_t events;
+};
+
+struct loop_timer {
+        struct loop *loop;
+        loop_fn fn;
+        void *userdata;
+        uint64_t deadline_us;
+        size_t heap_index; /* SIZE_MAX when not armed */
+};
+
+struct post {
+        loop_fn fn;
+        void *userdata;
+        struct post *next;
+};
+
+struct loop {
+        int epfd, timerfd, eventfd, sigfd;
+        struct watch **watches; /* indexed by fd */
+        size_t nwatches;
+
+        struct loop_timer **heap;
+        size_t heap_len, heap_cap;
+        uint64_t armed_us; /* what the timerfd is set to; 0 = disarmed */
+
+        pthread_mutex_t post_lock;
+        struct post *post_head, *post_tail;
+
+        loop_signal_fn sig_fn;
+        void *sig_userdata;
+
+        bool quit;
+        int exit_code;
+};
+
+/* ---- timers: a binary min-heap on deadline ---- */
+
+static void heap_swap(struct loop *l, size_t a, size_t b)
+{
+        struct loop_timer *t = l->heap[a];
+        l->heap[a] = l->heap[b];
+        l->heap[b] = t;
+        l->heap[a]->heap_index = a;
+        l->heap[b]->heap_index = b;
+}
+
+static void heap_up(struct loop *l, size_t i)
+{
+        while (i > 0) {
+                size_t p = (i - 1) / 2;
+                if (l->heap[p]->deadline_us <= l->heap[i]->deadline_us)
+                        break;
+                heap_swap(l, i, p);
+                i = p;
+        }
+}
+
+static void heap_down(struct loop *l, size_t i)
+{
+        for (;;) {
+                size_t c = 2 * i + 1, m = i;
+                if (c < l->heap_len && l->heap[c]->deadline_us < l->heap[m]->deadline_us)
+                        m = c;
+                if (c + 1 < l->heap_len && l->heap[c + 1]->deadline_us < l->heap[m]->deadline_us)
+                        m = c + 1;
+                if (m == i)
+                        break;
+                heap_swap(l, i, m);
+                i = m;
+        }
+}
+
+static void heap_remove(struct loop *l, struct loop_timer *t)
+{
+        size_t i = t->heap_index;
+        if (i == SIZE_MAX)
+                return;
+        l->heap_len--;
+        if (i != l->heap_len) {
+                l->heap[i] = l->heap[l->heap_len];
+                l->heap[i]->heap_index = i;
+                heap_down(l, i);
+                heap_up(l, i);
+        }
+        t->heap_index = SIZE_MAX;
+}
+
+static void timerfd_sync(struct loop *l)
+{
+        uint64_t want = l->heap_len ? l->heap[0]->deadline_us : 0;
+        if (want == l->armed_us)
+                return;
+        struct itimerspec its = { 0 };
+        if (want) {
+                its.it_value.tv_sec = (time_t)(want / NA_USEC_PER_SEC);
+                its.it_value.tv_nsec = (long)(want % NA_USEC_PER_SEC) * 1000;
+        }
+        timerfd_settime(l->timerfd, want ? TFD_TIMER_ABSTIME : 0, &its, NULL);
+        l->armed_us = want;
+}
+
+struct loop_timer *loop_timer_new(struct loop *l, loop_fn fn, void *userdata)
+{
+        struct loop_timer *t = calloc(1, sizeof(*t));
+        if (!t)
+                return NULL;
+        t->loop = l;
+        t->fn = fn;
+        t->userdata = userdata;
+        t->heap_index = SIZE_MAX;
+        return t;
+}
+
+void loop_timer_free(struct loop_timer *t)
+{
+        if (!t)
+                return;
+        loop_timer_disarm(t);
+        free(t);
+}
+
+void loop_timer_arm_us(struct loop_timer *t, uint64_t delay_us)
+{
+        struct loop *l = t->loop;
+        heap_remove(l, t);
+        if (l->heap_len == l->heap_cap) {
+                size_t cap = l->heap_cap ? l->heap_cap * 2 : 16;
+                struct loop_timer **h = realloc(l->heap, cap * sizeof(*h));
+                if (!h)
+                        abort(); /* a timer that silently never fires is worse */
+                l->heap = h;
+                l->heap_cap = cap;
+        }
+        t->deadline_us = na_now_mono_us() + (delay_us ? delay_us : 1);
+        t->heap_index = l->heap_len;
+        l->heap[l->heap_len++] = t;
+        heap_up(l, t->heap_index);
+        timerfd_sync(l);
+}
+
+void loop_timer_arm_ms(struct loop_timer *t, uint64_t delay_ms)
+{
+        loop_timer_arm_us(t, delay_ms * 1000);
+}
+
+void loop_timer_disarm(struct loop_timer *t)
+{
+        if (t->heap_index == SIZE_MAX)
+                return;
+        heap_remove(t->loop, t);
+        timerfd_sync(t->loop);
+}
+
+bool loop_timer_armed(const struct loop_timer *t)
+{
+        return t->heap_index != SIZE_MAX;
+}
+
+static void timers_fire(struct loop *l)
+{
+        uint64_t expirations;
+        (void)!read(l->timerfd, &expirations, sizeof(expirations));
+        l->armed_us = 0;
+        uint64_t now = na_now_mono_us();
+        while (l->heap_len && l->heap[0]->deadline_us <= now && !l->quit) {
+                struct loop_timer *t = l->heap[0];
+                heap_remove(l, t);
+                t->fn(t->userdata); /* may re-arm or free t */
+        }
+        l->armed_us = UINT64_MAX; /* force the timerfd to be reprogrammed */
+        timerfd_sync(l);
+}
+
+/* ---- fd watches ---- */
+
+int loop_watch(struct loop *l, int fd, uint32_t events, loop_io_fn fn, void *userdata, struct na_error *err)
+{
+        if (fd < 0)
+                return na_error_set(err, EBADF, NA_E_INTERNAL, "loop: watch of a negative fd");
+        if ((size_t)fd >= l->nwatches) {
+                size_t n = (size_t)fd + 64;
+                struct watch **w = realloc(l->watches, n * sizeof(*w));
+                if (!w)
+                        return na_error_sys(err, ENOMEM, "loop: watch fd %d", fd);
+                memset(w + l->nwatches, 0, (n - l->nwatches) * sizeof(*w));
+                l->watches = w;
+                l->nwatches = n;
+        }
+        struct epoll_event ev = { .events = events, .data.fd = fd };
+        struct watch *w = l->watches[fd];
+        if (w) {
+                if (w->events != events && epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
+                        return na_error_sys(err, errno, "loop: modify fd %d", fd);
+        } else {
+                w = calloc(1, sizeof(*w));
+                if (!w)
+                        return na_error_sys(err, ENOMEM, "loop: watch fd %d", fd);
+                if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+                        int e = errno;
+                        free(w);
+                        return na_error_sys(err, e, "loop: watch fd %d", fd);
+                }
+                l->watches[fd] = w;
+        }
+        w->fn = fn;
+        w->userdata = userdata;
+        w->events = events;
+        return 0;
+}
+
+void loop_unwatch(struct loop *l, int fd)
+{
+        if (fd < 0 || (size_t)fd >= l->nwatches || !l->watches[fd])
+                return;
+        epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+        free(l->watches[fd]);
+        l->watches[fd] = NULL;
+}
+
+/* ---- posts from other threads ---- */
+
+int loop_post(struct loop *l, loop_fn fn, void *userdata)
+{
+        struct post *p = malloc(sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->fn = fn;
+        p->userdata = userdata;
+        p->next = NULL;
+        pthread_mutex_lock(&l->post_lock);
+        bool was_empty = !l->post_head;
+        if (l->post_tail)
+                l->post_tail->next = p;
+        else
+                l->post_head = p;
+        l->post_tail = p;
+        pthread_mutex_unlock(&l->post_lock);
+        if (was_empty) {
+                uint64_t one = 1;
+                (void)!write(l->eventfd, &one, sizeof(one));
+        }
+        return 0;
+}
+
+static void posts_run(struct loop *l)
+{
+        uint64_t n;
+        (void)!read(l->eventfd, &n, sizeof(n));
+        pthread_mutex_lock(&l->post_lock);
+        struct post *p = l->post_head;
+        l->post_head = l->post_tail = NULL;
+        pthread_mutex_unlock(&l->post_lock);
+        while (p) {
+                struct post *next = p->next;
+                p->fn(p->userdata);
+                free(p);
+                p = next;
+        }
+}
+
+/* ---- signals ---- */
+
+int loop_signals(struct loop *l, const int *signals, size_t n, loop_signal_fn fn, void *userdata,
+                 struct na_error *err)
+{
+        sigset_t mask;
+        sigemptyset(&mask);
+        for (size_t i = 0; i < n; i++)
+                sigaddset(&mask, signals[i]);
+        if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
+                return na_error_sys(err, errno, "loop: block signals");
+        int fd = signalfd(l->sigfd, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+        if (fd < 0)
+                return na_error_sys(err, errno, "loop: signalfd");
+        l->sigfd = fd;
+        l->sig_fn = fn;
+        l->sig_userdata = userdata;
+        struct epoll_event ev = { .events = EPOLLIN, .data.fd = -4 };
+        epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev);
+        return 0;
+}
+
+static void signals_read(struct loop *l)
+{
+        struct signalfd_siginfo si;
+        while (read(l->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                if (l->sig_fn)
+                        l->sig_fn(l->sig_userdata, (int)si.ssi_signo);
+}
+
+/* ---- the loop ---- */
+
+int loop_new(struct loop **ret, struct na_error *err)
+{
+        _cleanup_(loop_freep) struct loop *l = calloc(1, sizeof(*l));
+        if (!l)
+                return na_error_sys(err, ENOMEM, "loop");
+        l->epfd = l->timerfd = l->eventfd = l->sigfd = -1;
+        pthread_mutex_init(&l->post_lock, NULL);
+        l->epfd = epoll_create1(EPOLL_CLOEXEC);
+        l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        l->eventfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (l->epfd < 0 || l->timerfd < 0 || l->eventfd < 0)
+                return na_error_sys(err, errno, "loop: create epoll, timerfd or eventfd");
+        /* Internal fds carry negative tags in data.fd so they never meet a watch. */
+        struct epoll_event ev = { .events = EPOLLIN, .data.fd = -2 };
+        if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->timerfd, &ev) < 0)
+                return na_error_sys(err, errno, "loop: watch timerfd");
+        ev.data.fd = -3;
+        if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->eventfd, &ev) < 0)
+                return na_error_sys(err, errno, "loop: watch eventfd");
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+void loop_free(struct loop *l)
+{
+        if (!l)
+                return;
+        for (size_t i = 0; i < l->nwatches; i++)
+                free(l->watches[i]);
+        free(l->watches);
+        for (size_t i = 0; i < l->heap_len; i++)
+                l->heap[i]->heap_index = SIZE_MAX;
+        free(l->heap);
+        struct post *p = l->post_head;
+        while (p) {
+                struct post *next = p->next;
+                free(p);
+                p = next;
+        }
+        int fds[] = { l->epfd, l->timerfd, l->eventfd, l->sigfd };
+        for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        pthread_mutex_destroy(&l->post_lock);
+        free(l);
+}
+
+void loop_quit(struct loop *l, int code)
+{
+        l->quit = true;
+        l->exit_code = code;
+}
+
+int loop_run(struct loop *l)
+{
+        struct epoll_event events[64];
+        l->quit = false;
+        while (!l->quit) {
+                int n = epoll_wait(l->epfd, events, (int)ARRAY_SIZE(events), -1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                for (int i = 0; i < n && !l->quit; i++) {
+                        int fd = events[i].data.fd;
+                        if (fd == -2)
+                                timers_fire(l);
+                        else if (fd == -3)
+                                posts_run(l);
+                        else if (fd == -4)
+                                signals_read(l);
+                        else if ((size_t)fd < l->nwatches && l->watches[fd]) {
+                                struct watch *w = l->watches[fd];
+                                w->fn(w->userdata, fd, events[i].events);
+                        }
+                }
+        }
+        return l->exit_code;
+}

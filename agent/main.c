@@ -1,0 +1,82 @@
+/* nodeagentd: the node agent daemon. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "agent/config.h"
+#include "agent/daemon.h"
+#include "agent/log.h"
+
+static void usage(FILE *f)
+{
+        fprintf(f, "Usage: nodeagentd [-c FILE] [--check-config] [--version]\n"
+                   "  -c, --config FILE   configuration (default " NA_DEFAULT_CONFIG ")\n"
+                   "      --check-config  validate the configuration, print every problem, exit 2 if any\n"
+                   "      --version       print the version and exit\n");
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "check-config", no_argument, NULL, 'k' },
+                { "version", no_argument, NULL, 'V' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 },
+        };
+        const char *path = NA_DEFAULT_CONFIG;
+        bool check = false;
+        int c;
+        while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        path = optarg;
+                        break;
+                case 'k':
+                        check = true;
+                        break;
+                case 'V':
+                        printf("nodeagentd %s\n", NA_VERSION);
+                        return 0;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                usage(stderr);
+                return 2;
+        }
+
+        struct agent_config *cfg = NULL;
+        struct na_error err = NA_ERROR_INIT;
+        unsigned problems = 0;
+        if (config_load(path, stderr, &problems, &cfg, &err) < 0) {
+                fprintf(stderr, "%s:0: config: %s\n", path, err.message);
+                na_error_clear(&err);
+                return 2;
+        }
+        if (problems) {
+                config_free(cfg);
+                if (!check)
+                        fprintf(stderr, "nodeagentd: %u problem(s) in %s; not starting\n", problems, path);
+                return 2;
+        }
+        if (check) {
+                printf("%s: ok\n", path);
+                config_free(cfg);
+                return 0;
+        }
+
+        struct agent *agent = NULL;
+        if (agent_new(cfg, &agent, &err) < 0) {
+                log_error("cannot start: %s", err.message);
+                na_error_clear(&err);
+                return 1;
+        }
+        int code = agent_run(agent);
+        agent_free(agent);
+        return code;
+}

@@ -1,3 +1,0 @@
-/* removed once the daemon sources land */
-int naagent_placeholder(void);
-int naagent_placeholder(void) { return 0; }

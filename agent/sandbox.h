@@ -1,0 +1,12 @@
+/*
+ * The seccomp filter, loaded once the privileged set-up is done (after chrony's
+ * sys_linux.c). It is a deny-list, not an allow-list: the agent drives libvirt,
+ * netlink, cgroups and child processes (qemu-img, xorriso) whose system calls are
+ * too many to enumerate safely, so it refuses the calls no part of the agent or its
+ * children ever needs and that would turn a compromise into a node takeover.
+ */
+#pragma once
+
+#include "common/error.h"
+
+int sandbox_apply(struct na_error *err);
