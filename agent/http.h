@@ -1,0 +1,49 @@
+/*
+ * HTTPS requests on libcurl's multi-socket interface, driven by the daemon's loop
+ * (after curl's docs/examples/ephiperfifo.c): no thread is parked on the long poll.
+ * Certificate verification is always on; connections are reused.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/loop.h"
+#include "common/error.h"
+
+#define HTTP_BODY_MAX (16u << 20) /* a larger answer is cut off and fails */
+
+struct http_options {
+        const char *node_id;
+        const char *user_agent;
+        const char *ca_file;       /* NULL: the system bundle */
+        const char *pinned_pubkey; /* "sha256//..." or NULL */
+        const char *client_cert;   /* mutual TLS, with client_key */
+        const char *client_key;
+        bool allow_http;           /* plain http:// (loopback only; checked by config) */
+        unsigned max_connections;  /* per host */
+};
+
+struct http_response {
+        long status;             /* 0 when the request did not complete (transport/TLS failure) */
+        char error[256];
+        const char *body;
+        size_t body_len;
+        int64_t retry_after_sec; /* -1 when absent */
+        double total_sec;
+};
+
+struct http;
+typedef void (*http_done_fn)(void *userdata, const struct http_response *resp);
+
+int http_new(struct loop *loop, const struct http_options *opt, struct http **ret, struct na_error *err);
+void http_free(struct http *h);
+/* Set the bearer token used from the next request on. */
+int http_set_token(struct http *h, const char *token);
+/*
+ * Start a request; done is called on the loop thread exactly once (also when the
+ * request fails before it starts). body may be NULL (GET).
+ */
+int http_request(struct http *h, const char *method, const char *url, const char *body, long timeout_ms,
+                 http_done_fn done, void *userdata);
+unsigned http_in_flight(const struct http *h);

@@ -1,0 +1,416 @@
+#!/usr/bin/python3
+"""The central API's side of the agent contract (shared/protocol/AGENT-API.md), for
+nodeagent's own tests, demo and benchmarks. Python 3 standard library only.
+
+Agent side (HTTPS, --port):   POST /nodes/{id}/hello, GET /nodes/{id}/jobs,
+                              POST /jobs/{id}/progress, POST /jobs/{id}/result,
+                              POST /nodes/{id}/reports
+Admin side (plain HTTP on 127.0.0.1, --admin-port), JSON in and out:
+  POST /admin/jobs            {kind, target:{type,id}, params?, timeoutSec?, id?} or a list -> {ids}
+  POST /admin/raw-jobs        [anything]: offered verbatim in the next poll answer
+  POST /admin/raw-answer      {body: "text", status?}: the next poll answers with this
+  GET  /admin/jobs/{id}       one job with its progress and results
+  GET  /admin/state           jobs, results, reports, hellos, request counts
+  GET  /admin/wait?ids=a,b&timeout=s   until every id has a result (or timeout)
+  GET  /admin/requests        every agent request: [t, method, path, status]
+  POST /admin/faults          {mode: 503|429|drop|slow|down|none, count?, seconds?, retryAfter?, delay?}
+  POST /admin/tokens          {tokens:[...]}: the bearer tokens accepted
+  POST /admin/settings        the Settings object hello answers with
+  POST /admin/cancel/{id}     the next progress of that job answers 409 JOB_CANCELLED
+  POST /admin/lose-lease/{id} the next progress answers 409 LEASE_LOST
+  POST /admin/reset           forget requests, results and reports
+"""
+import argparse
+import json
+import socket
+import ssl
+import sys
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+def now_iso(t=None):
+    t = time.time() if t is None else t
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (int(t * 1000) % 1000)
+
+
+class State:
+    def __init__(self, args):
+        self.lock = threading.Condition()
+        self.node_id = args.node_id
+        self.lease_sec = args.lease_sec
+        self.tokens = set(args.token or [])
+        self.settings = {"pollWaitSec": args.poll_wait, "leaseSec": args.lease_sec,
+                         "reportIntervalSec": args.report_interval}
+        if args.max_jobs:
+            self.settings["maxJobs"] = args.max_jobs
+        self.jobs = {}        # id -> record
+        self.queue = []       # ids waiting to be offered, oldest first
+        self.raw_jobs = []    # offered verbatim
+        self.raw_answer = None
+        self.reports = []
+        self.max_seq = 0
+        self.hellos = []
+        self.requests = []
+        self.fault = {"mode": "none"}
+        self.started = time.time()
+
+    # faults -------------------------------------------------------------
+    def take_fault(self):
+        f = self.fault
+        if f["mode"] == "none":
+            return None
+        if "until" in f and time.time() > f["until"]:
+            self.fault = {"mode": "none"}
+            return None
+        if "count" in f:
+            if f["count"] <= 0:
+                self.fault = {"mode": "none"}
+                return None
+            f["count"] -= 1
+        return dict(f)
+
+    # jobs ---------------------------------------------------------------
+    def reap_leases(self):
+        t = time.time()
+        for j in self.jobs.values():
+            if j["state"] == "leased" and j["leaseExpires"] < t:
+                j["state"] = "queued"
+                j["attempt"] += 1
+                self.queue.append(j["id"])
+
+    def offer(self, j):
+        t = time.time()
+        j["state"] = "leased"
+        j["leaseExpires"] = t + self.lease_sec
+        j["offers"] += 1
+        return {"id": j["id"], "kind": j["kind"], "attempt": j["attempt"], "target": j["target"],
+                "params": j["params"], "createdAt": j["createdAt"], "leaseExpiresAt": now_iso(j["leaseExpires"]),
+                "timeoutSec": j["timeoutSec"]}
+
+
+STATE = None
+
+
+class RawBody:
+    """A poll answer sent verbatim (malformed-answer tests)."""
+    def __init__(self, text):
+        self.text = text
+
+
+def envelope_ok(data, message="OK"):
+    return {"success": True, "message": message, "data": data}
+
+
+def envelope_err(code, message, details=None):
+    return {"success": False, "type": "API", "code": code, "error": message, "details": details}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "nodeagent-test-controller/1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def send_json(self, status, obj, headers=None):
+        body = obj.text.encode() if isinstance(obj, RawBody) else json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def record(self, status):
+        with STATE.lock:
+            STATE.requests.append([round(time.time() - STATE.started, 3), self.command, urlparse(self.path).path, status])
+
+    # -- agent side -------------------------------------------------------
+    def agent(self):
+        body = self.read_body()
+        with STATE.lock:
+            fault = STATE.take_fault()
+        if fault:
+            mode = fault["mode"]
+            if mode == "drop":
+                self.record(0)
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                return
+            if mode == "slow":
+                time.sleep(float(fault.get("delay", 5)))
+            elif mode in ("503", "429", "500", "502"):
+                status = int(mode)
+                headers = {}
+                if "retryAfter" in fault:
+                    headers["Retry-After"] = str(fault["retryAfter"])
+                self.record(status)
+                self.send_json(status, envelope_err("INTERNAL_ERROR", "Injected fault"), headers)
+                return
+        auth = self.headers.get("Authorization", "")
+        if not auth.startswith("Bearer "):
+            self.record(401)
+            return self.send_json(401, envelope_err("AUTHENTICATION_ERROR", "Authentication required"))
+        with STATE.lock:
+            tokens = set(STATE.tokens)
+        if tokens and auth[7:] not in tokens:
+            self.record(401)
+            return self.send_json(401, envelope_err("INVALID_API_KEY", "Invalid API key"))
+        if self.headers.get("X-Node-Id") != STATE.node_id:
+            self.record(403)
+            return self.send_json(403, envelope_err("AUTHORIZATION_ERROR", "Insufficient permissions"))
+        parts = urlparse(self.path)
+        seg = [s for s in parts.path.split("/") if s]
+        if seg[:2] == ["agent", "v1"]:
+            seg = seg[2:]
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            self.record(422)
+            return self.send_json(422, envelope_err("VALIDATION_ERROR", "Validation error", {"_errors": ["body is not JSON"]}))
+        status, obj, headers = self.route(self.command, seg, parse_qs(parts.query), payload)
+        self.record(status)
+        self.send_json(status, obj, headers)
+
+    def route(self, method, seg, query, payload):
+        if method == "POST" and len(seg) == 3 and seg[0] == "nodes" and seg[2] == "hello":
+            with STATE.lock:
+                STATE.hellos.append({"at": time.time(), "hello": payload})
+                return 200, envelope_ok(STATE.settings), None
+        if method == "GET" and len(seg) == 3 and seg[0] == "nodes" and seg[2] == "jobs":
+            wait = min(60, max(1, int(query.get("wait", ["30"])[0])))
+            mx = max(1, int(query.get("max", ["1"])[0]))
+            deadline = time.time() + wait
+            with STATE.lock:
+                while True:
+                    if STATE.raw_answer is not None:
+                        raw = STATE.raw_answer
+                        STATE.raw_answer = None
+                        return raw.get("status", 200), RawBody(raw["body"]), None
+                    STATE.reap_leases()
+                    if STATE.queue or STATE.raw_jobs:
+                        out = STATE.raw_jobs[:mx]
+                        STATE.raw_jobs = STATE.raw_jobs[len(out):]
+                        while STATE.queue and len(out) < mx:
+                            out.append(STATE.offer(STATE.jobs[STATE.queue.pop(0)]))
+                        return 200, envelope_ok(out), None
+                    left = deadline - time.time()
+                    if left <= 0:
+                        return 200, envelope_ok([]), None
+                    STATE.lock.wait(min(left, 0.5))
+        if method == "POST" and len(seg) == 3 and seg[0] == "jobs" and seg[2] in ("progress", "result"):
+            with STATE.lock:
+                j = STATE.jobs.get(seg[1])
+                if not j:
+                    return 404, envelope_err("JOB_NOT_FOUND", "Job not found"), None
+                if seg[2] == "progress":
+                    j["progress"].append(payload)
+                    if j.get("cancel"):
+                        return 409, envelope_err("JOB_CANCELLED", "Job cancelled"), None
+                    if j.get("loseLease"):
+                        return 409, envelope_err("LEASE_LOST", "Lease lost"), None
+                    j["leaseExpires"] = time.time() + STATE.lease_sec
+                    return 200, envelope_ok({"leaseExpiresAt": now_iso(j["leaseExpires"])}), None
+                j["results"].append(payload)
+                j["resultAt"] = time.time()
+                j["state"] = "done"
+                STATE.lock.notify_all()
+                return 200, envelope_ok({}), None
+        if method == "POST" and len(seg) == 3 and seg[0] == "nodes" and seg[2] == "reports":
+            with STATE.lock:
+                seq = payload.get("seq") if isinstance(payload, dict) else None
+                if not isinstance(seq, int):
+                    return 422, envelope_err("VALIDATION_ERROR", "Validation error", {"_errors": [], "seq": {"_errors": ["required"]}}), None
+                if seq > STATE.max_seq or seq not in {r["seq"] for r in STATE.reports}:
+                    STATE.reports.append(payload)
+                STATE.max_seq = max(STATE.max_seq, seq)
+                STATE.lock.notify_all()
+                return 200, envelope_ok({"ackSeq": STATE.max_seq}), None
+        return 404, envelope_err("NOT_FOUND", "No such endpoint"), None
+
+    # -- admin side -------------------------------------------------------
+    def admin(self):
+        body = self.read_body()
+        payload = json.loads(body) if body else None
+        parts = urlparse(self.path)
+        seg = [s for s in parts.path.split("/") if s][1:]
+        q = parse_qs(parts.query)
+        m = self.command
+        with STATE.lock:
+            if m == "POST" and seg == ["jobs"]:
+                items = payload if isinstance(payload, list) else [payload]
+                ids = []
+                for it in items:
+                    jid = it.get("id") or str(uuid.uuid4())
+                    STATE.jobs[jid] = {"id": jid, "kind": it["kind"], "target": it.get("target", {"type": "node", "id": STATE.node_id}),
+                                       "params": it.get("params", {}), "timeoutSec": it.get("timeoutSec", 600),
+                                       "createdAt": now_iso(), "attempt": 1, "state": "queued", "offers": 0,
+                                       "progress": [], "results": [], "enqueuedAt": time.time()}
+                    STATE.queue.append(jid)
+                    ids.append(jid)
+                STATE.lock.notify_all()
+                return self.send_json(200, {"ids": ids})
+            if m == "POST" and seg == ["raw-jobs"]:
+                STATE.raw_jobs.extend(payload)
+                STATE.lock.notify_all()
+                return self.send_json(200, {})
+            if m == "POST" and seg == ["raw-answer"]:
+                STATE.raw_answer = payload
+                STATE.lock.notify_all()
+                return self.send_json(200, {})
+            if m == "GET" and len(seg) == 2 and seg[0] == "jobs":
+                j = STATE.jobs.get(seg[1])
+                return self.send_json(200 if j else 404, j or {})
+            if m == "GET" and seg == ["state"]:
+                counts = {}
+                for r in STATE.requests:
+                    counts[r[2]] = counts.get(r[2], 0) + 1
+                return self.send_json(200, {"jobs": STATE.jobs, "reports": STATE.reports, "hellos": STATE.hellos,
+                                            "requestCounts": counts, "requests": len(STATE.requests),
+                                            "queue": STATE.queue})
+            if m == "GET" and seg == ["requests"]:
+                return self.send_json(200, STATE.requests)
+            if m == "GET" and seg == ["wait"]:
+                ids = [i for i in q.get("ids", [""])[0].split(",") if i]
+                deadline = time.time() + float(q.get("timeout", ["30"])[0])
+                while True:
+                    missing = [i for i in ids if not STATE.jobs.get(i, {}).get("results")]
+                    if not missing or time.time() >= deadline:
+                        return self.send_json(200, {"missing": missing,
+                                                    "jobs": {i: STATE.jobs.get(i) for i in ids}})
+                    STATE.lock.wait(min(0.5, max(0.01, deadline - time.time())))
+            if m == "POST" and seg == ["faults"]:
+                f = dict(payload)
+                if "seconds" in f:
+                    f["until"] = time.time() + float(f["seconds"])
+                STATE.fault = f
+                if f.get("mode") == "down":
+                    threading.Thread(target=SERVERS.go_down, args=(float(f.get("seconds", 5)),), daemon=True).start()
+                    STATE.fault = {"mode": "none"}
+                return self.send_json(200, {})
+            if m == "POST" and seg == ["tokens"]:
+                STATE.tokens = set(payload["tokens"])
+                return self.send_json(200, {})
+            if m == "POST" and seg == ["settings"]:
+                STATE.settings = payload
+                return self.send_json(200, {})
+            if m == "POST" and len(seg) == 2 and seg[0] in ("cancel", "lose-lease"):
+                j = STATE.jobs.get(seg[1])
+                if j:
+                    j["cancel" if seg[0] == "cancel" else "loseLease"] = True
+                return self.send_json(200 if j else 404, {})
+            if m == "POST" and seg == ["reset"]:
+                STATE.requests = []
+                return self.send_json(200, {})
+        return self.send_json(404, {"error": "no such admin endpoint"})
+
+    def do_GET(self):
+        self.dispatch()
+
+    def do_POST(self):
+        self.dispatch()
+
+    def dispatch(self):
+        try:
+            if self.server.admin:
+                self.admin()
+            else:
+                self.agent()
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True
+
+
+class TLSServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(self, addr, ctx, admin):
+        self.ctx = ctx
+        self.admin = admin
+        super().__init__(addr, Handler)
+
+    def finish_request(self, request, client_address):
+        # The TLS handshake runs in the connection's own thread, not the accept loop.
+        if self.ctx:
+            try:
+                request.settimeout(30)
+                request = self.ctx.wrap_socket(request, server_side=True)
+                request.settimeout(None)
+            except (ssl.SSLError, OSError):
+                return
+        super().finish_request(request, client_address)
+
+
+class Servers:
+    def __init__(self, args):
+        self.args = args
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(f"{args.certs}/server.pem", f"{args.certs}/server.key")
+        if args.client_ca:
+            self.ctx.verify_mode = ssl.CERT_REQUIRED
+            self.ctx.load_verify_locations(args.client_ca)
+        self.agent = None
+        self.admin = TLSServer(("127.0.0.1", args.admin_port), None, True)
+        self.lock = threading.Lock()
+
+    def start_agent_side(self):
+        srv = TLSServer((self.args.listen, self.args.port), None if self.args.plain else self.ctx, False)
+        self.agent = srv
+        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        return srv
+
+    def go_down(self, seconds):
+        with self.lock:
+            self.agent.shutdown()
+            self.agent.server_close()
+            time.sleep(seconds)
+            self.start_agent_side()
+
+
+SERVERS = None
+
+
+def main():
+    global STATE, SERVERS
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--listen", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8443)
+    ap.add_argument("--admin-port", type=int, default=8444)
+    ap.add_argument("--certs", required=True, help="directory made by mkcerts.sh")
+    ap.add_argument("--client-ca", help="require client certificates signed by this CA (mutual TLS)")
+    ap.add_argument("--plain", action="store_true", help="plain HTTP on the agent side")
+    ap.add_argument("--node-id", required=True)
+    ap.add_argument("--token", action="append", help="accepted bearer token (repeatable); none = any")
+    ap.add_argument("--lease-sec", type=int, default=60)
+    ap.add_argument("--poll-wait", type=int, default=30)
+    ap.add_argument("--report-interval", type=int, default=15)
+    ap.add_argument("--max-jobs", type=int, default=0)
+    args = ap.parse_args()
+    STATE = State(args)
+    SERVERS = Servers(args)
+    SERVERS.start_agent_side()
+    print(f"controller: agent side {'http' if args.plain else 'https'}://{args.listen}:{args.port}/agent/v1, "
+          f"admin http://127.0.0.1:{args.admin_port}/admin", flush=True)
+    try:
+        SERVERS.admin.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
