@@ -1,0 +1,467 @@
+#include "metrics/history.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/crc32c.h"
+
+#define HIST_MAGIC "NAHIST01"
+#define HIST_VERSION 1u
+#define HIST_MAXES (PROTO_M__COUNT - 1)
+
+struct hist_header {
+        char magic[8];
+        uint32_t version;
+        uint32_t header_size;
+        uint32_t bucket_size;
+        uint32_t fields;
+        uint32_t tiers;
+        uint32_t res[PROTO_METRICS_TIERS];
+        uint32_t slots[PROTO_METRICS_TIERS];
+        uint32_t reserved[2];
+        uint32_t crc; /* crc32c of everything before it */
+};
+
+struct hist_bucket {
+        uint32_t start;
+        float avg[PROTO_M__COUNT];
+        float max[HIST_MAXES];
+};
+
+_Static_assert(sizeof(struct hist_header) == 64, "history header is 64 bytes");
+_Static_assert(sizeof(struct hist_bucket) == 56, "history bucket is 56 bytes");
+_Static_assert(sizeof(struct hist_header) + (360 + 1440 + 2880) * sizeof(struct hist_bucket) == HISTORY_FILE_SIZE,
+               "history file is 256 KiB");
+
+/* A bucket in progress: sums and counts per value (a sample or a finer bucket is one unit). */
+struct hist_acc {
+        uint32_t start; /* 0: none */
+        uint16_t n[PROTO_M__COUNT];
+        double sum[PROTO_M__COUNT];
+        double max[PROTO_M__COUNT];
+};
+
+struct history {
+        void *map;
+        size_t size;
+        bool readonly;
+        struct hist_bucket *tier[PROTO_METRICS_TIERS];
+        struct hist_acc acc[PROTO_METRICS_TIERS];
+};
+
+static int max_index(int f)
+{
+        return f < PROTO_M_MEMORY_LIMIT_MB ? f : (f == PROTO_M_MEMORY_LIMIT_MB ? -1 : f - 1);
+}
+
+static void header_fill(struct hist_header *hd)
+{
+        memset(hd, 0, sizeof(*hd));
+        memcpy(hd->magic, HIST_MAGIC, 8);
+        hd->version = HIST_VERSION;
+        hd->header_size = sizeof(struct hist_header);
+        hd->bucket_size = sizeof(struct hist_bucket);
+        hd->fields = PROTO_M__COUNT;
+        hd->tiers = PROTO_METRICS_TIERS;
+        for (int k = 0; k < PROTO_METRICS_TIERS; k++) {
+                hd->res[k] = proto_metrics_tiers[k].res_sec;
+                hd->slots[k] = proto_metrics_tiers[k].slots;
+        }
+        hd->crc = na_crc32c(0, hd, offsetof(struct hist_header, crc));
+}
+
+static bool header_ok(const void *map)
+{
+        struct hist_header want;
+        header_fill(&want);
+        return memcmp(map, &want, sizeof(want)) == 0;
+}
+
+static void set_tiers(struct history *h)
+{
+        char *p = (char *)h->map + sizeof(struct hist_header);
+        for (int k = 0; k < PROTO_METRICS_TIERS; k++) {
+                h->tier[k] = (struct hist_bucket *)(void *)p;
+                p += (size_t)proto_metrics_tiers[k].slots * sizeof(struct hist_bucket);
+        }
+}
+
+static uint32_t slot_of(unsigned k, uint32_t start)
+{
+        return (start / proto_metrics_tiers[k].res_sec) % proto_metrics_tiers[k].slots;
+}
+
+/* The bucket of tier k that holds start, or NULL when its slot holds something else. */
+static const struct hist_bucket *bucket_at(const struct history *h, unsigned k, uint32_t start)
+{
+        if (!h->map || start == 0 || start % proto_metrics_tiers[k].res_sec != 0)
+                return NULL;
+        const struct hist_bucket *b = &h->tier[k][slot_of(k, start)];
+        return b->start == start ? b : NULL;
+}
+
+static bool value_ok(float v)
+{
+        return isfinite(v) && v >= 0;
+}
+
+/* ---- accumulating ---- */
+
+static void acc_init(struct hist_acc *a, uint32_t start)
+{
+        memset(a, 0, sizeof(*a));
+        a->start = start;
+}
+
+static void acc_add(struct hist_acc *a, int f, double avg, double max)
+{
+        if (a->n[f] == UINT16_MAX)
+                return;
+        a->sum[f] += avg;
+        if (a->n[f] == 0 || max > a->max[f])
+                a->max[f] = max;
+        a->n[f]++;
+}
+
+/* Fold a finished (or partial) bucket into a coarser one as one unit. */
+static void acc_add_bucket(struct hist_acc *a, const struct hist_bucket *b)
+{
+        for (int f = 0; f < PROTO_M__COUNT; f++) {
+                if (!value_ok(b->avg[f]))
+                        continue;
+                int mi = max_index(f);
+                double mx = mi >= 0 && value_ok(b->max[mi]) ? b->max[mi] : b->avg[f];
+                acc_add(a, f, b->avg[f], mx);
+        }
+}
+
+static void acc_to_bucket(const struct hist_acc *a, struct hist_bucket *b)
+{
+        b->start = a->start;
+        for (int f = 0; f < PROTO_M__COUNT; f++) {
+                b->avg[f] = a->n[f] ? (float)(a->sum[f] / a->n[f]) : NAN;
+                int mi = max_index(f);
+                if (mi >= 0)
+                        b->max[mi] = a->n[f] ? (float)a->max[f] : NAN;
+        }
+}
+
+static void write_bucket(struct history *h, unsigned k, const struct hist_bucket *b)
+{
+        h->tier[k][slot_of(k, b->start)] = *b;
+}
+
+static uint32_t parent_start(unsigned k, uint32_t start)
+{
+        return start - start % proto_metrics_tiers[k + 1].res_sec;
+}
+
+/* Tier k's bucket is finished: write it for good and fold it into tier k + 1. */
+static void close_bucket(struct history *h, unsigned k)
+{
+        struct hist_bucket b;
+        acc_to_bucket(&h->acc[k], &b);
+        write_bucket(h, k, &b);
+        if (k + 1 < PROTO_METRICS_TIERS) {
+                uint32_t p = parent_start(k, h->acc[k].start);
+                if (h->acc[k + 1].start && h->acc[k + 1].start != p)
+                        close_bucket(h, k + 1);
+                if (!h->acc[k + 1].start)
+                        acc_init(&h->acc[k + 1], p);
+                acc_add_bucket(&h->acc[k + 1], &b);
+        }
+        h->acc[k].start = 0;
+}
+
+/* Write the buckets in progress, each coarser one including the finer one in progress. */
+static void write_current(struct history *h)
+{
+        struct hist_bucket b;
+        acc_to_bucket(&h->acc[0], &b);
+        write_bucket(h, 0, &b);
+        for (unsigned k = 1; k < PROTO_METRICS_TIERS; k++) {
+                struct hist_acc view = h->acc[k];
+                acc_add_bucket(&view, &b);
+                acc_to_bucket(&view, &b);
+                write_bucket(h, k, &b);
+        }
+}
+
+void history_record(struct history *h, const struct proto_metrics_sample *s)
+{
+        if (!h || h->readonly || !h->map)
+                return;
+        uint64_t secs = s->at_ms / 1000;
+        if (secs == 0 || secs > UINT32_MAX)
+                return;
+        uint32_t t = (uint32_t)secs;
+        uint32_t b[PROTO_METRICS_TIERS];
+        for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
+                b[k] = t - t % proto_metrics_tiers[k].res_sec;
+
+        if (h->acc[0].start && b[0] < h->acc[0].start)
+                for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
+                        h->acc[k].start = 0; /* the clock went back: start over */
+
+        for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
+                if (h->acc[k].start && h->acc[k].start != b[k])
+                        close_bucket(h, k);
+        for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
+                if (!h->acc[k].start)
+                        acc_init(&h->acc[k], b[k]);
+
+        for (int f = 0; f < PROTO_M__COUNT; f++)
+                if ((s->valid & PROTO_M_BIT(f)) && isfinite(s->v[f]) && s->v[f] >= 0)
+                        acc_add(&h->acc[0], f, s->v[f], s->v[f]);
+        write_current(h);
+}
+
+/* Rebuild the buckets in progress from the file after an open. */
+static void rebuild(struct history *h)
+{
+        const struct proto_metrics_tier *T = proto_metrics_tiers;
+        uint32_t newest = 0;
+        for (uint32_t i = 0; i < T[0].slots; i++) {
+                const struct hist_bucket *b = &h->tier[0][i];
+                if (b->start > newest && bucket_at(h, 0, b->start) == b)
+                        newest = b->start;
+        }
+        memset(h->acc, 0, sizeof(h->acc));
+        if (!newest)
+                return;
+
+        acc_init(&h->acc[0], newest);
+        acc_add_bucket(&h->acc[0], bucket_at(h, 0, newest));
+
+        uint32_t p1 = parent_start(0, newest);
+        acc_init(&h->acc[1], p1);
+        for (uint32_t s = p1; s < newest; s += T[0].res_sec) {
+                const struct hist_bucket *b = bucket_at(h, 0, s);
+                if (b)
+                        acc_add_bucket(&h->acc[1], b);
+        }
+        uint32_t p2 = parent_start(1, p1);
+        acc_init(&h->acc[2], p2);
+        for (uint32_t s = p2; s < p1; s += T[1].res_sec) {
+                const struct hist_bucket *b = bucket_at(h, 1, s);
+                if (b)
+                        acc_add_bucket(&h->acc[2], b);
+        }
+}
+
+/* ---- files ---- */
+
+static int map_file(int fd, bool writable, struct history *h, const char *path, struct na_error *err)
+{
+        void *map = mmap(NULL, HISTORY_FILE_SIZE, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                         writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED)
+                return na_error_sys(err, errno, "history %s: mmap", path);
+        h->map = map;
+        h->size = HISTORY_FILE_SIZE;
+        set_tiers(h);
+        return 0;
+}
+
+static int file_reset(int fd, bool preallocate, const char *path, struct na_error *err)
+{
+        struct hist_header hd;
+        header_fill(&hd);
+        if (ftruncate(fd, 0) < 0 || ftruncate(fd, HISTORY_FILE_SIZE) < 0)
+                return na_error_sys(err, errno, "history %s: truncate", path);
+        if (preallocate) {
+                int r = posix_fallocate(fd, 0, HISTORY_FILE_SIZE);
+                if (r != 0 && r != EOPNOTSUPP && r != EINVAL)
+                        return na_error_sys(err, r, "history %s: allocate %u bytes", path, HISTORY_FILE_SIZE);
+        }
+        /* The header last: a crash before it leaves a file that is recreated at the next open. */
+        if (pwrite(fd, &hd, sizeof(hd), 0) != (ssize_t)sizeof(hd))
+                return na_error_sys(err, errno ? errno : EIO, "history %s: write header", path);
+        return 0;
+}
+
+int history_open(const char *path, bool preallocate, struct history **ret, enum history_open_result *result,
+                 struct na_error *err)
+{
+        _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+        if (fd < 0)
+                return na_error_sys(err, errno, "history %s: open", path);
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return na_error_sys(err, errno, "history %s: stat", path);
+        if (!S_ISREG(st.st_mode))
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "history %s: not a regular file", path);
+
+        enum history_open_result res = HISTORY_OPENED;
+        struct hist_header hd;
+        bool intact = st.st_size == HISTORY_FILE_SIZE && pread(fd, &hd, sizeof(hd), 0) == (ssize_t)sizeof(hd) &&
+                      header_ok(&hd);
+        if (!intact) {
+                res = st.st_size == 0 ? HISTORY_CREATED : HISTORY_RECREATED;
+                int r = file_reset(fd, preallocate, path, err);
+                if (r < 0)
+                        return r;
+        }
+
+        _cleanup_free_ struct history *h = calloc(1, sizeof(*h));
+        if (!h)
+                return na_error_sys(err, ENOMEM, "history %s", path);
+        int r = map_file(fd, true, h, path, err);
+        if (r < 0)
+                return r;
+        rebuild(h);
+        if (result)
+                *result = res;
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+int history_open_readonly(const char *path, struct history **ret, struct na_error *err)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT ? -ENOENT : na_error_sys(err, errno, "history %s: open", path);
+        _cleanup_free_ struct history *h = calloc(1, sizeof(*h));
+        if (!h)
+                return na_error_sys(err, ENOMEM, "history %s", path);
+        h->readonly = true;
+        struct stat st;
+        struct hist_header hd;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == HISTORY_FILE_SIZE &&
+            pread(fd, &hd, sizeof(hd), 0) == (ssize_t)sizeof(hd) && header_ok(&hd)) {
+                int r = map_file(fd, false, h, path, err);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+void history_close(struct history *h)
+{
+        if (!h)
+                return;
+        if (h->map)
+                munmap(h->map, h->size);
+        free(h);
+}
+
+/* ---- reading ---- */
+
+struct group {
+        uint64_t at_ms;
+        uint16_t n[PROTO_M__COUNT];
+        double sum[PROTO_M__COUNT];
+        double max[PROTO_M__COUNT];
+};
+
+static void group_flush(struct group *g, struct proto_metrics_point *out, size_t *n)
+{
+        struct proto_metrics_point p = { .at_ms = g->at_ms };
+        for (int f = 0; f < PROTO_M__COUNT; f++) {
+                if (!g->n[f])
+                        continue;
+                p.valid |= PROTO_M_BIT(f);
+                p.avg[f] = g->sum[f] / g->n[f];
+                p.max[f] = g->max[f];
+        }
+        if (p.valid)
+                out[(*n)++] = p;
+}
+
+static void group_add(struct group *g, const struct hist_bucket *b)
+{
+        for (int f = 0; f < PROTO_M__COUNT; f++) {
+                if (!value_ok(b->avg[f]))
+                        continue;
+                int mi = max_index(f);
+                double mx = mi >= 0 && value_ok(b->max[mi]) ? b->max[mi] : b->avg[f];
+                g->sum[f] += b->avg[f];
+                if (g->n[f] == 0 || mx > g->max[f])
+                        g->max[f] = mx;
+                g->n[f]++;
+        }
+}
+
+int history_series(const struct history *h, const struct proto_metrics_query *q, struct proto_metrics_point **ret,
+                   size_t *ret_n, struct na_error *err)
+{
+        *ret = NULL;
+        *ret_n = 0;
+        if (q->tier >= PROTO_METRICS_TIERS || q->step_sec == 0 || q->step_sec % proto_metrics_tiers[q->tier].res_sec)
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "history: step %u does not fit tier %u", q->step_sec,
+                                    q->tier);
+        if (!h || !h->map)
+                return 0;
+        int64_t to_ms = q->to_ms < q->now_ms ? q->to_ms : q->now_ms;
+        if (to_ms < q->from_ms || to_ms <= 0)
+                return 0;
+        uint32_t res = proto_metrics_tiers[q->tier].res_sec;
+        int64_t from_s = q->from_ms > 0 ? q->from_ms / 1000 : 0, to_s = to_ms / 1000;
+        if (to_s > UINT32_MAX)
+                to_s = UINT32_MAX;
+        int64_t first = from_s - from_s % res;
+        /* Nothing older than the ring can still be in it. */
+        int64_t oldest = to_s - to_s % res - (int64_t)res * (proto_metrics_tiers[q->tier].slots - 1);
+        if (first < oldest)
+                first = oldest;
+        if (first < res)
+                first = res;
+
+        int64_t cap = proto_metrics_point_count(first * 1000, to_s * 1000, q->step_sec);
+        if (cap <= 0)
+                return 0;
+        _cleanup_free_ struct proto_metrics_point *pts = calloc((size_t)cap, sizeof(*pts));
+        if (!pts)
+                return na_error_sys(err, ENOMEM, "history: %lld points", (long long)cap);
+
+        size_t n = 0;
+        struct group g = { 0 };
+        bool open_group = false;
+        for (int64_t s = first; s <= to_s; s += res) {
+                const struct hist_bucket *b = bucket_at(h, q->tier, (uint32_t)s);
+                if (!b)
+                        continue;
+                uint64_t gs = (uint64_t)(s - s % q->step_sec) * 1000;
+                if (open_group && gs != g.at_ms) {
+                        group_flush(&g, pts, &n);
+                        open_group = false;
+                }
+                if (!open_group) {
+                        memset(&g, 0, sizeof(g));
+                        g.at_ms = gs;
+                        open_group = true;
+                }
+                group_add(&g, b);
+        }
+        if (open_group)
+                group_flush(&g, pts, &n);
+        *ret = TAKE_PTR(pts);
+        *ret_n = n;
+        return 0;
+}
+
+bool history_bucket(const struct history *h, unsigned tier, uint32_t start, struct proto_metrics_point *ret)
+{
+        if (!h || tier >= PROTO_METRICS_TIERS)
+                return false;
+        const struct hist_bucket *b = bucket_at(h, tier, start);
+        if (!b)
+                return false;
+        struct group g = { .at_ms = (uint64_t)start * 1000 };
+        group_add(&g, b);
+        size_t n = 0;
+        struct proto_metrics_point p[1];
+        group_flush(&g, p, &n);
+        if (n == 0) {
+                *ret = (struct proto_metrics_point){ .at_ms = (uint64_t)start * 1000 };
+                return true;
+        }
+        *ret = p[0];
+        return true;
+}

@@ -1,0 +1,67 @@
+/*
+ * History of one target on the node's disk: one memory-mapped file of fixed size,
+ * decided up front, holding three rings of buckets (proto/metrics.h tiers):
+ *
+ *   offset 0      header, 64 bytes (magic "NAHIST01", layout, crc32c)
+ *   offset 64     tier 0:  360 buckets of 10 s   (1 hour)
+ *   offset 20224  tier 1: 1440 buckets of 1 min  (24 hours)
+ *   offset 100864 tier 2: 2880 buckets of 15 min (30 days)
+ *   total         262,144 bytes = 256 KiB per target (4680 buckets of 56 bytes)
+ *
+ * A bucket is {u32 start (epoch seconds, 0 = empty), f32 avg[7], f32 max[6]}: the
+ * average and maximum of every Sample value over the bucket (memoryLimitMB has no
+ * max), NaN where the value was never measured. A bucket lives in slot
+ * (start / res) % slots; one whose start does not match its slot is stale or corrupt
+ * and reads as empty. Native byte order: the file never leaves its node.
+ *
+ * Rollups: a sample goes into the 10 s bucket; when a 10 s bucket ends, its
+ * averages and maxima enter the minute as one unit, and a finished minute enters
+ * its 15 minutes the same way (each finer bucket weighs the same: time-weighted).
+ * The buckets in progress are written at every sample, so every tier on disk is
+ * current; on open the partial minute and quarter-hour are rebuilt from the finer
+ * tiers, so a restart loses nothing. Recording allocates nothing.
+ *
+ * A file of the wrong size or with a bad header is recreated empty; stale or
+ * corrupt buckets read as empty and are overwritten in time; values that are not
+ * finite or negative read as absent.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "proto/metrics.h"
+
+#define HISTORY_FILE_SIZE 262144u
+
+struct history;
+
+enum history_open_result { HISTORY_OPENED, HISTORY_CREATED, HISTORY_RECREATED };
+
+/*
+ * Open or create the history file at path for recording. preallocate reserves its
+ * blocks (fallocate) so a full disk cannot fault a write into the mapping later.
+ * *result (may be NULL) says whether it was found intact, new, or recreated.
+ */
+int history_open(const char *path, bool preallocate, struct history **ret, enum history_open_result *result,
+                 struct na_error *err);
+/* Open for reading only: -ENOENT when there is no file; a corrupt one reads as empty. */
+int history_open_readonly(const char *path, struct history **ret, struct na_error *err);
+void history_close(struct history *h);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct history *, history_close)
+
+/* Record one sample (its at_ms places it). A sample before the current buckets (the
+ * clock went back) starts the buckets in progress over. */
+void history_record(struct history *h, const struct proto_metrics_sample *s);
+
+/*
+ * The points of q (tier, step, from..to, no later than q->now_ms) in time order, in
+ * a malloc'ed array. Intervals without data are left out.
+ */
+int history_series(const struct history *h, const struct proto_metrics_query *q, struct proto_metrics_point **ret,
+                   size_t *ret_n, struct na_error *err);
+
+/* Tests: one raw bucket (its slot must hold exactly start) into *ret; false when absent. */
+bool history_bucket(const struct history *h, unsigned tier, uint32_t start, struct proto_metrics_point *ret);

@@ -1,0 +1,143 @@
+/*
+ * Interface counters from /proc/net/dev, once per tick into a table that the tap
+ * source looks guests up in. The node's own traffic is the sum over its physical
+ * interfaces (those with <sys_net_root>/<if>/device); on a host without any (a
+ * container, a VM without PCI passthrough) it is every interface but "lo".
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "metrics/metrics-internal.h"
+
+static uint64_t hash_name(const char *s)
+{
+        uint64_t h = 1469598103934665603ULL;
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+        return h;
+}
+
+static struct netdev_entry *slot_for(struct netdev_entry *e, size_t cap, const char *name)
+{
+        size_t i = (size_t)hash_name(name) & (cap - 1);
+        while (e[i].name[0] && !streq(e[i].name, name))
+                i = (i + 1) & (cap - 1);
+        return &e[i];
+}
+
+const struct netdev_entry *netdev_find(const struct netdev_table *tb, const char *name)
+{
+        if (!tb->cap || !name[0])
+                return NULL;
+        const struct netdev_entry *e = slot_for(tb->e, tb->cap, name);
+        return e->name[0] ? e : NULL;
+}
+
+void netdev_table_free(struct netdev_table *tb)
+{
+        free(tb->e);
+        memset(tb, 0, sizeof(*tb));
+}
+
+/* Grow (or just clean) the table, keeping the interfaces seen at the last two ticks. */
+static int rehash(struct netdev_table *tb, uint64_t tick, size_t want)
+{
+        size_t cap = 64;
+        while (cap < want * 2)
+                cap *= 2;
+        struct netdev_entry *e = calloc(cap, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        size_t used = 0;
+        for (size_t i = 0; i < tb->cap; i++)
+                if (tb->e[i].name[0] && tb->e[i].seen + 1 >= tick) {
+                        *slot_for(e, cap, tb->e[i].name) = tb->e[i];
+                        used++;
+                }
+        free(tb->e);
+        tb->e = e;
+        tb->cap = cap;
+        tb->used = used;
+        return 0;
+}
+
+static int8_t is_physical(const struct metrics *m, const char *name)
+{
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s/%s/device", m->sys_net_root, name) >= (int)sizeof(path))
+                return 0;
+        return access(path, F_OK) == 0 ? 1 : 0;
+}
+
+static unsigned read_netdev(struct metrics *m, struct mtarget *t)
+{
+        struct netdev_table *tb = &m->netdev;
+        char path[PATH_MAX], *data;
+        snprintf(path, sizeof(path), "%s/net/dev", m->proc_root);
+        if (mfile_read_big(m, &m->node_fd[MN_NETDEV], path, &data) < 0)
+                return 2;
+
+        /* Lines: "  name: rx_bytes packets errs drop fifo frame compressed multicast tx_bytes ..." */
+        size_t lines = 0;
+        for (const char *p = data; (p = strchr(p, '\n')); p++)
+                lines++;
+        /* Room for every line to be new at a load of at most 3/4. */
+        if ((tb->used + lines + 1) * 4 > tb->cap * 3 && rehash(tb, m->tick_seq, tb->used + lines + 1) < 0)
+                return 2;
+
+        uint64_t rx_phys = 0, tx_phys = 0, rx_all = 0, tx_all = 0;
+        bool any_phys = false;
+        for (const char *line = data; line && *line;) {
+                const char *colon = strchr(line, ':'), *eol = strchrnul(line, '\n');
+                if (colon && colon < eol) {
+                        const char *n = line;
+                        while (*n == ' ')
+                                n++;
+                        size_t nlen = (size_t)(colon - n);
+                        uint64_t f[9];
+                        const char *p = colon + 1;
+                        int k = 0;
+                        while (k < 9 && mparse_u64(&p, &f[k]))
+                                k++;
+                        if (k == 9 && nlen > 0 && nlen < NA_IFNAME_LEN) {
+                                char name[NA_IFNAME_LEN];
+                                memcpy(name, n, nlen);
+                                name[nlen] = '\0';
+                                struct netdev_entry *e = slot_for(tb->e, tb->cap, name);
+                                if (!e->name[0]) {
+                                        memcpy(e->name, name, nlen + 1);
+                                        e->physical = -1;
+                                        tb->used++;
+                                }
+                                e->rx = f[0];
+                                e->tx = f[8];
+                                e->seen = m->tick_seq;
+                                if (e->physical < 0)
+                                        e->physical = is_physical(m, name);
+                                if (e->physical) {
+                                        any_phys = true;
+                                        rx_phys += e->rx;
+                                        tx_phys += e->tx;
+                                }
+                                if (!streq(name, "lo")) {
+                                        rx_all += e->rx;
+                                        tx_all += e->tx;
+                                }
+                        }
+                }
+                line = *eol ? eol + 1 : NULL;
+        }
+        t->cur.c[MC_NET_RX] = any_phys ? rx_phys : rx_all;
+        t->cur.c[MC_NET_TX] = any_phys ? tx_phys : tx_all;
+        t->cur.cvalid |= MC_BIT(MC_NET_RX) | MC_BIT(MC_NET_TX);
+        return 0;
+}
+
+const struct metrics_source metrics_source_netdev = {
+        .name = "netdev",
+        .node = true,
+        .read = read_netdev,
+};
