@@ -53,7 +53,7 @@ struct mtarget {
         unsigned vcpus;
         uint64_t mem_limit;    /* bytes; 0: read the cgroup's */
         int fd[MF__COUNT];
-        bool lost;             /* the cgroup vanished this tick: look it up again */
+        unsigned lost;         /* bit per cg_res whose cgroup directory vanished this tick */
 
         /* Collector thread only. */
         struct metrics_raw cur;
@@ -152,6 +152,8 @@ ssize_t mfile_read_big(struct metrics *m, int *fd, const char *path, char **data
 ssize_t mcgroup_read(struct metrics *m, struct mtarget *t, enum cg_res r, enum mfile f, const char *name, char *buf,
                      size_t len);
 void mtarget_close_files(struct mtarget *t);
+/* Close the files of the resources in mask (bits of enum cg_res). */
+void mtarget_close_res_files(struct mtarget *t, unsigned mask);
 
 /* Parse an unsigned decimal at *p (leading blanks skipped); advances *p. */
 bool mparse_u64(const char **p, uint64_t *v);

@@ -413,14 +413,20 @@ int metrics_collect(struct metrics *m, uint64_t now_ms, struct na_error *err)
                         skipped += src->read(m, t);
                 }
                 if (t->lost) {
-                        /* The cgroup went away (guest stopped): new counters when it is back. */
-                        mtarget_close_files(t);
-                        t->cur.restarted |= MC_CGROUP_BITS;
-                        if (!t->explicit_cgroup) {
+                        /* A cgroup directory went away (guest stopped): new counters when it is back. */
+                        mtarget_close_res_files(t, t->lost);
+                        if (t->lost & (1u << CG_CPU))
+                                t->cur.restarted |= MC_BIT(MC_CPU_NS);
+                        if (t->lost & (1u << CG_IO))
+                                t->cur.restarted |= MC_BIT(MC_DISK_READ) | MC_BIT(MC_DISK_WRITE);
+                        /* Its machine cgroup is gone: look the server up again at the next tick. */
+                        if (!t->explicit_cgroup && (t->lost & (1u << CG_CPU))) {
+                                mtarget_close_files(t);
+                                t->cur.restarted |= MC_CGROUP_BITS;
                                 free(t->cgroup);
                                 t->cgroup = NULL;
                         }
-                        t->lost = false;
+                        t->lost = 0;
                 }
         }
 

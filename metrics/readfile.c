@@ -87,14 +87,28 @@ ssize_t mcgroup_read(struct metrics *m, struct mtarget *t, enum cg_res r, enum m
                 return -ENAMETOOLONG;
         ssize_t n = mfile_read(m, &t->fd[f], path, buf, len);
         if (n == -ENODEV) {
-                t->lost = true; /* a removed cgroup's open files answer ENODEV */
+                t->lost |= 1u << r; /* a removed cgroup's open files answer ENODEV */
         } else if (n == -ENOENT) {
                 char d[PATH_MAX];
                 if (snprintf(d, sizeof(d), "%s/%s", dir, t->cgroup) < (int)sizeof(d) && access(d, F_OK) < 0 &&
                     errno == ENOENT)
-                        t->lost = true;
+                        t->lost |= 1u << r;
         }
         return n;
+}
+
+static const enum cg_res file_res[MF__COUNT] = {
+        [MF_CPU] = CG_CPU, [MF_MEM_CURRENT] = CG_MEMORY, [MF_MEM_STAT] = CG_MEMORY,
+        [MF_MEM_LIMIT] = CG_MEMORY, [MF_IO] = CG_IO,
+};
+
+void mtarget_close_res_files(struct mtarget *t, unsigned mask)
+{
+        for (int f = 0; f < MF__COUNT; f++)
+                if ((mask & (1u << file_res[f])) && t->fd[f] >= 0) {
+                        close(t->fd[f]);
+                        t->fd[f] = -1;
+                }
 }
 
 void mtarget_close_files(struct mtarget *t)

@@ -34,7 +34,7 @@ static unsigned read_cgroup_memory(struct metrics *m, struct mtarget *t)
         if (t->mem_limit) {
                 t->cur.g[MG_MEM_LIMIT] = t->mem_limit;
                 t->cur.gvalid |= MG_BIT(MG_MEM_LIMIT);
-        } else if (!t->lost) {
+        } else if (!(t->lost & (1u << CG_MEMORY))) {
                 uint64_t limit;
                 p = buf;
                 ssize_t n = mcgroup_read(m, t, CG_MEMORY, MF_MEM_LIMIT, v1 ? "memory.limit_in_bytes" : "memory.max",

@@ -220,6 +220,29 @@ static void test_v1_rates(void **state)
         fx_free(f);
 }
 
+/* An app whose cgroup exists in the cpuacct hierarchy only: CPU still has rates, memory and disk skip. */
+static void test_partial_hierarchies(void **state)
+{
+        struct fx *f = fx_new("collect-partial");
+        fx_cg1(f->cg, "", 1, 1, 0, 1, 0, 0);
+        fx_write(f->cg, "cpuacct/crun/app1/cpuacct.usage", "1000000000\n");
+        node_and_tap(f, 0, 0);
+        fx_open(f, false);
+        assert_string_equal(metrics_cgroup_mode(f->m), "v1");
+        track(f, METRICS_APP, APP1, "crun/app1", 1, 0);
+        tick(f, T0);
+        fx_write(f->cg, "cpuacct/crun/app1/cpuacct.usage", "3000000000\n");
+        tick(f, T0 + 10000);
+        struct proto_metrics_sample s = latest(f, METRICS_APP, APP1);
+        expect(&s, PROTO_M_CPU_PERCENT, 20);
+        absent(&s, PROTO_M_MEMORY_USED_MB);
+        absent(&s, PROTO_M_DISK_READ_BPS);
+        struct metrics_stats st;
+        metrics_stats(f->m, &st);
+        assert_int_equal(st.values_skipped, 2 * 3); /* memory usage, disk read and write at each tick */
+        fx_free(f);
+}
+
 static void test_counter_reset(void **state)
 {
         struct fx *f = fx_new("collect-reset");
@@ -613,7 +636,8 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_v2_rates),           cmocka_unit_test(test_v1_rates),
-                cmocka_unit_test(test_counter_reset),      cmocka_unit_test(test_missing_files),
+                cmocka_unit_test(test_partial_hierarchies), cmocka_unit_test(test_counter_reset),
+                cmocka_unit_test(test_missing_files),
                 cmocka_unit_test(test_restart_new_scope),  cmocka_unit_test(test_reports_and_prometheus),
                 cmocka_unit_test(test_query_and_reopen),   cmocka_unit_test(test_track_checks),
                 cmocka_unit_test(test_threads),
