@@ -40,6 +40,13 @@ static bool digits(const char *s, int n, int *out)
         return true;
 }
 
+static int days_in_month(int y, int m)
+{
+        static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+        bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        return m == 2 && leap ? 29 : days[m - 1];
+}
+
 static int64_t days_from_civil(int y, int m, int d)
 {
         y -= m <= 2;
@@ -59,7 +66,7 @@ bool na_parse_time_ms(const char *s, int64_t *ret_ms)
             (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &m) ||
             s[16] != ':' || !digits(s + 17, 2, &sec))
                 return false;
-        if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+        if (M < 1 || M > 12 || D < 1 || D > days_in_month(Y, M) || h > 23 || m > 59 || sec > 60)
                 return false;
         const char *p = s + 19;
         if (*p == '.') {
