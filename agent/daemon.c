@@ -153,12 +153,11 @@ static void reload(struct agent *a)
                 for (char *line = report ? strtok(report, "\n") : NULL; line; line = strtok(NULL, "\n"))
                         log_error("reload: %s", line);
         } else {
-                if (fresh->log_level != a->cfg->log_level) {
-                        log_set_level((enum log_level)fresh->log_level);
-                        a->cfg->log_level = fresh->log_level;
-                }
+                /* Said at the old level, so that lowering it does not hide the news. */
                 log_info("reloaded: log_level=%s; token re-read; other settings take effect at the next start",
-                         log_level_to_string((enum log_level)a->cfg->log_level));
+                         log_level_to_string((enum log_level)fresh->log_level));
+                log_set_level((enum log_level)fresh->log_level);
+                a->cfg->log_level = fresh->log_level;
         }
         free(report);
         na_error_clear(&err);

@@ -189,7 +189,7 @@ static void check_done(struct http *h)
                 curl_multi_remove_handle(h->multi, t->easy);
                 active_unlink(h, t);
 
-                struct http_response resp = { .retry_after_sec = t->retry_after_sec };
+                struct http_response resp = { .retry_after_sec = t->retry_after_sec, .transport_code = (int)code };
                 curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &resp.total_sec);
                 if (code == CURLE_OK) {
                         curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &resp.status);

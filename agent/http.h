@@ -26,6 +26,7 @@ struct http_options {
 
 struct http_response {
         long status;             /* 0 when the request did not complete (transport/TLS failure) */
+        int transport_code;      /* libcurl's CURLcode when status is 0 */
         char error[256];
         const char *body;
         size_t body_len;

@@ -53,6 +53,7 @@ struct link {
         const char *node_id;
 
         enum link_state state;
+        char cause[80];   /* what the failure was, without which request met it */
         char reason[300];
         char auth_code[48];
         uint64_t state_since_ms, retry_at_ms;
@@ -91,16 +92,20 @@ const char *link_state_name(struct link *l)
         return state_names[l->state];
 }
 
-static void set_state(struct link *l, enum link_state s, const char *reason, const char *auth_code)
+/*
+ * Log once per change: of state, or of cause (an HTTP status and code, or a transport
+ * error), never once per try nor because another request met the same cause.
+ */
+static void set_state(struct link *l, enum link_state s, const char *cause, const char *reason, const char *auth_code)
 {
-        bool changed = l->state != s || !streq(l->reason, reason ? reason : "");
+        bool changed = l->state != s || !streq(l->cause, cause ? cause : "");
         l->state = s;
+        snprintf(l->cause, sizeof(l->cause), "%s", cause ? cause : "");
         snprintf(l->reason, sizeof(l->reason), "%s", reason ? reason : "");
         snprintf(l->auth_code, sizeof(l->auth_code), "%s", auth_code ? auth_code : "");
         if (!changed)
                 return;
         l->state_since_ms = na_now_real_ms();
-        /* Once per change, not once per try. */
         switch (s) {
         case LINK_CONNECTED:
                 log_info("controller link: connected to %s", l->base);
@@ -130,12 +135,12 @@ static void link_failed(struct link *l, const char *what, const struct http_resp
 {
         l->failures++;
         bool auth = resp->status == 401 || resp->status == 403;
-        char reason[300];
+        char reason[300], cause[80];
         if (resp->status)
-                snprintf(reason, sizeof(reason), "%s: HTTP %ld%s%s", what, resp->status, code && *code ? " " : "",
-                         code ? code : "");
+                snprintf(cause, sizeof(cause), "HTTP %ld%s%s", resp->status, code && *code ? " " : "", code ? code : "");
         else
-                snprintf(reason, sizeof(reason), "%s: %s", what, resp->error);
+                snprintf(cause, sizeof(cause), "transport %d", resp->transport_code);
+        snprintf(reason, sizeof(reason), "%s: %s", what, resp->status ? cause : resp->error);
         if (l->state == LINK_BACKOFF || l->state == LINK_AUTH_REFUSED) {
                 if (loop_timer_armed(l->retry_timer))
                         return; /* already waiting: other requests failing meanwhile change nothing */
@@ -144,7 +149,7 @@ static void link_failed(struct link *l, const char *what, const struct http_resp
         (void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
         uint64_t delay = backoff_next_ms(&l->backoff, auth ? BACKOFF_AUTH_CAP_MS : BACKOFF_CAP_MS, resp->retry_after_sec, rnd);
         l->retry_at_ms = na_now_real_ms() + delay;
-        set_state(l, auth ? LINK_AUTH_REFUSED : LINK_BACKOFF, reason, auth ? (code && *code ? code : "HTTP") : NULL);
+        set_state(l, auth ? LINK_AUTH_REFUSED : LINK_BACKOFF, cause, reason, auth ? (code && *code ? code : "HTTP") : NULL);
         log_debug("controller link: next try in %llu ms", (unsigned long long)delay);
         if (auth)
                 link_reload_token(l);
@@ -642,6 +647,7 @@ static void poll_done(void *userdata, const struct http_response *resp)
                 if (resp->status == 200) {
                         struct http_response bad = *resp;
                         bad.status = 0;
+                        bad.transport_code = -1; /* a protocol error of its own */
                         snprintf(bad.error, sizeof(bad.error), "the answer is not an envelope holding an array of jobs");
                         link_failed(l, "poll", &bad, NULL);
                 } else
@@ -661,6 +667,7 @@ static void poll_done(void *userdata, const struct http_response *resp)
                         free(items);
                 }
         }
+        send_results(l); /* re-offers answered from the journal */
         maybe_poll(l);
 }
 
@@ -788,7 +795,7 @@ static void hello_done(void *userdata, const struct http_response *resp)
                 return;
         }
         backoff_reset(&l->backoff);
-        set_state(l, LINK_CONNECTED, NULL, NULL);
+        set_state(l, LINK_CONNECTED, NULL, NULL, NULL);
         apply_settings(l, env.data);
         send_results(l);
         send_report(l);
@@ -800,7 +807,7 @@ static void send_hello(struct link *l)
         if (l->hello_in_flight)
                 return;
         if (l->state != LINK_CONNECTED && l->state != LINK_AUTH_REFUSED && l->state != LINK_BACKOFF)
-                set_state(l, LINK_CONNECTING, NULL, NULL);
+                set_state(l, LINK_CONNECTING, NULL, NULL, NULL);
         struct proto_host host;
         hostinfo_to_proto(l->opt.host, &host);
         json_t *caps = json_pack("{s:o, s:s, s:s, s:s, s:s}", "jobKinds", job_kinds_json(), "vmDriver", "libvirt",

@@ -22,6 +22,7 @@ Admin side (plain HTTP on 127.0.0.1, --admin-port), JSON in and out:
 """
 import argparse
 import json
+import select
 import socket
 import ssl
 import sys
@@ -181,9 +182,21 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             self.record(422)
             return self.send_json(422, envelope_err("VALIDATION_ERROR", "Validation error", {"_errors": ["body is not JSON"]}))
-        status, obj, headers = self.route(self.command, seg, parse_qs(parts.query), payload)
+        answer = self.route(self.command, seg, parse_qs(parts.query), payload)
+        if answer is None:  # the agent went away during a long poll
+            self.close_connection = True
+            return
+        status, obj, headers = answer
         self.record(status)
         self.send_json(status, obj, headers)
+
+    def client_gone(self):
+        """A waiting client never sends anything: readable means closed (or garbage)."""
+        try:
+            r, _, _ = select.select([self.connection], [], [], 0)
+            return bool(r)
+        except (OSError, ValueError):
+            return True
 
     def route(self, method, seg, query, payload):
         if method == "POST" and len(seg) == 3 and seg[0] == "nodes" and seg[2] == "hello":
@@ -196,6 +209,8 @@ class Handler(BaseHTTPRequestHandler):
             deadline = time.time() + wait
             with STATE.lock:
                 while True:
+                    if self.client_gone():
+                        return None
                     if STATE.raw_answer is not None:
                         raw = STATE.raw_answer
                         STATE.raw_answer = None
@@ -264,6 +279,14 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.lock.notify_all()
                 return self.send_json(200, {"ids": ids})
             if m == "POST" and seg == ["raw-jobs"]:
+                for it in payload:
+                    # Results for injected jobs are recorded like any other.
+                    if isinstance(it, dict) and isinstance(it.get("id"), str) and it["id"] not in STATE.jobs:
+                        STATE.jobs[it["id"]] = {"id": it["id"], "kind": str(it.get("kind")), "target": it.get("target"),
+                                                "params": None, "timeoutSec": 600, "createdAt": now_iso(),
+                                                "attempt": 1, "state": "leased", "offers": 1, "progress": [],
+                                                "results": [], "enqueuedAt": time.time(), "raw": True,
+                                                "leaseExpires": time.time() + 3600}
                 STATE.raw_jobs.extend(payload)
                 STATE.lock.notify_all()
                 return self.send_json(200, {})
@@ -333,6 +356,10 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+LIVE = set()             # connections of the agent side, closed when it "goes down"
+LIVE_LOCK = threading.Lock()
+
+
 class TLSServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -348,11 +375,18 @@ class TLSServer(ThreadingHTTPServer):
         if self.ctx:
             try:
                 request.settimeout(30)
-                request = self.ctx.wrap_socket(request, server_side=True)
+                request = self.ctx.wrap_socket(request, server_side=True)  # detaches the raw socket
                 request.settimeout(None)
             except (ssl.SSLError, OSError):
                 return
-        super().finish_request(request, client_address)
+        if not self.admin:
+            with LIVE_LOCK:
+                LIVE.add(request)
+        try:
+            super().finish_request(request, client_address)
+        finally:
+            with LIVE_LOCK:
+                LIVE.discard(request)
 
 
 class Servers:
@@ -377,6 +411,12 @@ class Servers:
         with self.lock:
             self.agent.shutdown()
             self.agent.server_close()
+            with LIVE_LOCK:
+                for conn in list(LIVE):
+                    try:
+                        conn.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
             time.sleep(seconds)
             self.start_agent_side()
 

@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""The daemon as an operator meets it: configuration checks, start-up refusals,
+SIGTERM drain, SIGHUP reload, the systemd notify protocol, the control socket."""
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+from nodeagent_harness import (NODEAGENTCTL, NODEAGENTD, Agent, Setup, run_cases, wait_for,  # noqa: E402
+                               with_setup)
+
+NODE = "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, timeout=30, **kw)
+
+
+def write(path, text, mode=0o600):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+
+
+def check_config():
+    tmp = tempfile.mkdtemp()
+    token = os.path.join(tmp, "token")
+    write(token, "t\n")
+    good = os.path.join(tmp, "good.conf")
+    write(good, f"[agent]\nnode_id = {NODE}\n[controller]\nurl = https://api.example.net/agent/v1\n"
+                f"token_file = {token}\n")
+    r = run([NODEAGENTD, "-c", good, "--check-config"])
+    assert r.returncode == 0, r
+    assert "ok" in r.stdout
+
+    bad = os.path.join(tmp, "bad.conf")
+    write(bad, "\n".join([
+        "[agent]",                         # 1
+        "node_id = not-a-uuid",            # 2
+        "max_parallel_jobs = 0",           # 3
+        "colour = blue",                   # 4
+        "[controller]",                    # 5
+        "url = ftp://x",                   # 6
+        f"token_file = {token}",           # 7
+        "poll_wait_sec = 61",              # 8
+        "[nonsense]",                      # 9
+        "garbage line",                    # 10
+        "[firewall]",                      # 11
+        "enabled = maybe",                 # 12
+        "",
+    ]))
+    r = run([NODEAGENTD, "-c", bad, "--check-config"])
+    assert r.returncode == 2, r
+    lines = r.stderr.strip().splitlines()
+    want = [f"{bad}:2: node_id: ", f"{bad}:3: max_parallel_jobs: ", f"{bad}:4: colour: unknown key",
+            f"{bad}:6: url: ", f"{bad}:8: poll_wait_sec: ", f"{bad}:9: nonsense: unknown section",
+            f"{bad}:10: garbage line: expected key = value", f"{bad}:12: enabled: must be true or false"]
+    for w in want:
+        assert any(line.startswith(w) for line in lines), f"missing {w!r} in:\n{r.stderr}"
+    assert len(lines) == len(want), r.stderr
+
+    # The token file must not be readable by group or others; the daemon refuses to start.
+    os.chmod(token, 0o644)
+    r = run([NODEAGENTD, "-c", good, "--check-config"])
+    assert r.returncode == 2 and f"{good}:5: token_file: " in r.stderr and "readable by group or others" in r.stderr, r
+    r = run([NODEAGENTD, "-c", good])
+    assert r.returncode == 2, r
+    os.unlink(token)
+    r = run([NODEAGENTD, "-c", good])
+    assert r.returncode == 2 and "token_file" in r.stderr and "No such file" in r.stderr, r
+    r = run([NODEAGENTD, "-c", os.path.join(tmp, "missing.conf")])
+    assert r.returncode == 2 and "missing.conf" in r.stderr, r
+    r = run([NODEAGENTD, "--version"])
+    assert r.returncode == 0 and r.stdout.startswith("nodeagentd "), r
+
+
+@with_setup()
+def sigterm_drain(s):
+    """SIGTERM lets a running job finish, delivers its result, exits 0."""
+    jid = s.controller.enqueue("test.sleep", {"sleepMs": 1500})
+    wait_for(lambda: s.agent.status()["jobs"]["running"] == 1, 10, "the job to start")
+    t0 = time.time()
+    s.agent.signal(signal.SIGTERM)
+    rc = s.agent.proc.wait(15)
+    took = time.time() - t0
+    assert rc == 0, s.agent.log_text()
+    assert took < 5 + 5, took  # drain_timeout_sec = 5, plus the grace
+    job = s.controller.admin("GET", f"/admin/jobs/{jid}")
+    assert job["results"] and job["results"][0]["status"] == "succeeded", job
+    log = s.agent.log_text()
+    assert "stopping: taking no new jobs" in log and "stopped: no job running" in log, log
+
+
+@with_setup()
+def drain_timeout(s):
+    """A job longer than drain_timeout_sec is asked to stop; the agent exits 0 in time
+    and the job is recorded as interrupted, to run again when offered again."""
+    jid = s.controller.enqueue("test.append", {"sleepMs": 60000})
+    wait_for(lambda: s.agent.status()["jobs"]["running"] == 1, 10, "the job to start")
+    t0 = time.time()
+    s.agent.signal(signal.SIGTERM)
+    rc = s.agent.proc.wait(20)
+    took = time.time() - t0
+    assert rc == 0, s.agent.log_text()
+    assert 4.5 < took < 5 + 5 + 1, took
+    assert "drain timeout" in s.agent.log_text()
+    assert not s.controller.admin("GET", f"/admin/jobs/{jid}")["results"]
+    s.agent.start()
+    st = s.agent.status()
+    assert st["journal"]["interrupted"] == 1, st
+    hello = s.controller.state()["hellos"][-1]["hello"]
+    assert {"id": jid, "attempt": 1, "state": "interrupted"} in hello["unfinishedJobs"], hello
+
+
+@with_setup(start_agent=False)
+def refusals(s):
+    """Second instance, unwritable state directory: one clear line, non-zero exit."""
+    s.agent.start()
+    r = run([NODEAGENTD, "-c", s.agent.conf], env=s.agent.env)
+    assert r.returncode != 0, r
+    assert f"in use by another nodeagentd (pid {s.agent.proc.pid})" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert s.agent.stop() == 0
+
+    with open(s.agent.conf) as f:
+        text = f.read()
+    write(s.agent.conf, text.replace(f"state_dir = {s.agent.state_dir}", "state_dir = /proc/nodeagent-state"))
+    r = run([NODEAGENTD, "-c", s.agent.conf], env=s.agent.env)
+    assert r.returncode == 1 and "state directory /proc/nodeagent-state" in r.stderr, r
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@with_setup()
+def control_socket(s):
+    """Garbage gets an error answer and the daemon stays up; the CLI works after."""
+    mode = stat.S_IMODE(os.stat(s.agent.socket).st_mode)
+    assert mode == 0o660, oct(mode)
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(s.agent.socket)
+    f = c.makefile("rwb")
+    for garbage in [b"not json\n", b"[1,2]\n", b'{"cmd":"explode"}\n', b'{"nocmd":1}\n',
+                    b'{"cmd":"run","kind":5}\n']:
+        f.write(garbage)
+        f.flush()
+        ans = json.loads(f.readline())
+        assert ans["ok"] is False and ans["error"], ans
+    f.write(b'{"cmd":"status"}\n')
+    f.flush()
+    assert json.loads(f.readline())["ok"] is True
+    c.close()
+    # An over-long line closes that connection only.
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(s.agent.socket)
+    try:
+        c.sendall(b"x" * (2 << 20))
+    except OSError:
+        pass
+    c.close()
+    st = s.agent.status()
+    assert st["version"] and st["pid"] == s.agent.proc.pid
+
+    r = s.agent.ctl("run", "node.status", "--json")
+    out = json.loads(r.stdout)
+    data = out["result"]["data"]
+    assert data["agentVersion"] and data["host"]["cpus"] >= 1 and data["host"]["kernel"], out
+    r = s.agent.ctl("run", "nope.kind", check=False)
+    assert r.returncode == 1 and "UNSUPPORTED_JOB" in r.stdout, r
+    r = s.agent.ctl("run", "test.sleep", "--params", '{"sleepMs":"x"}', check=False)
+    assert r.returncode == 1 and "VALIDATION_ERROR" in r.stdout and "sleepMs" in r.stdout, r
+    r = s.agent.ctl("jobs")
+    assert "node.status" in r.stdout and "UNSUPPORTED_JOB" in r.stdout, r.stdout
+    r = s.agent.ctl("status")
+    assert "controller" in r.stdout and "connected" in r.stdout, r.stdout
+    r = run([NODEAGENTCTL, "-s", "/nonexistent.sock", "status"])
+    assert r.returncode == 3 and "cannot reach the agent" in r.stderr, r
+
+
+@with_setup()
+def sighup_reload(s):
+    """SIGHUP re-reads the log level and the token; running jobs are untouched."""
+    jid = s.controller.enqueue("test.sleep", {"sleepMs": 2000})
+    wait_for(lambda: s.agent.status()["jobs"]["running"] == 1, 10, "the job to start")
+    with open(s.agent.conf) as f:
+        text = f.read()
+    write(s.agent.conf, text.replace("log_level = debug", "log_level = warn"))
+    s.agent.signal(signal.SIGHUP)
+    wait_for(lambda: "reloaded: log_level=warn" in s.agent.log_text(), 5, "the reload")
+    write(s.agent.conf, text.replace("log_level = debug", "log_level = loud"))
+    s.agent.signal(signal.SIGHUP)
+    wait_for(lambda: "log_level: must be one of" in s.agent.log_text(), 5, "the refused reload")
+    res = s.controller.wait_results([jid], 10)[jid]["results"][0]
+    assert res["status"] == "succeeded", res
+    assert s.agent.proc.poll() is None
+
+
+def notify():
+    """READY=1, STATUS=, WATCHDOG=1 and STOPPING=1 reach $NOTIFY_SOCKET."""
+    tmp = tempfile.mkdtemp()
+    path = os.path.join(tmp, "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(10)
+    s = Setup(start_agent=False, agent_env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"})
+    failed = True
+    try:
+        s.agent.start(wait_ready=False)
+        seen = []
+        deadline = time.time() + 10
+        while time.time() < deadline and not ({"READY=1", "WATCHDOG=1"} <= set(seen) and any(m.startswith("STATUS=") for m in seen)):
+            seen.append(sock.recv(4096).decode())
+        assert "READY=1" in seen and "WATCHDOG=1" in seen, seen
+        assert any(m.startswith("STATUS=controller") for m in seen), seen
+        s.agent.signal(signal.SIGTERM)
+        while "STOPPING=1" not in seen:
+            seen.append(sock.recv(4096).decode())
+        assert s.agent.proc.wait(15) == 0
+        failed = False
+    finally:
+        s.close(failed)
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases({f.__name__: f for f in [check_config, sigterm_drain, drain_timeout, refusals, control_socket,
+                                                 sighup_reload, notify]}))

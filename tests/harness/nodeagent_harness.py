@@ -1,0 +1,269 @@
+"""Starts the real parts for end-to-end tests: the test controller over real HTTPS
+with its own CA, and the real nodeagentd with a config in a temporary directory.
+Everything it starts, it stops (also when a test fails)."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+
+SRC = os.environ.get("NA_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("NA_BUILD_DIR") or os.path.join(SRC, "build")
+NODEAGENTD = os.path.join(BUILD, "agent", "nodeagentd")
+NODEAGENTCTL = os.path.join(BUILD, "agent", "nodeagentctl")
+CONTROLLER = os.path.join(SRC, "tests", "controller", "controller.py")
+MKCERTS = os.path.join(SRC, "tests", "controller", "mkcerts.sh")
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def certs_dir():
+    d = os.path.join(BUILD, "test-certs")
+    subprocess.run([MKCERTS, d], check=True)
+    return d
+
+
+def wait_for(pred, timeout, what, interval=0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Controller:
+    def __init__(self, tmp, node_id, token="token-A", extra=None, certs=None):
+        self.port = free_port()
+        self.admin_port = free_port()
+        self.certs = certs or certs_dir()
+        self.url = f"https://127.0.0.1:{self.port}/agent/v1"
+        args = [PYTHON, CONTROLLER, "--certs", self.certs, "--port", str(self.port), "--admin-port",
+                str(self.admin_port), "--node-id", node_id, "--poll-wait", "5"]
+        if token:
+            args += ["--token", token]
+        args += extra or []
+        self.log = open(os.path.join(tmp, "controller.log"), "w")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(self._up, 10, "the test controller")
+
+    def _up(self):
+        try:
+            self.admin("GET", "/admin/state")
+            return True
+        except OSError:
+            return False
+
+    def admin(self, method, path, body=None, timeout=60):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"http://127.0.0.1:{self.admin_port}{path}", data=data, method=method)
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read() or b"null")
+
+    def enqueue(self, kind, params=None, target=None, timeout_sec=None, job_id=None):
+        job = {"kind": kind, "params": params or {}}
+        if target:
+            job["target"] = target
+        if timeout_sec:
+            job["timeoutSec"] = timeout_sec
+        if job_id:
+            job["id"] = job_id
+        return self.admin("POST", "/admin/jobs", job)["ids"][0]
+
+    def enqueue_many(self, jobs):
+        return self.admin("POST", "/admin/jobs", jobs)["ids"]
+
+    def wait_results(self, ids, timeout=30):
+        ans = self.admin("GET", f"/admin/wait?ids={','.join(ids)}&timeout={timeout}", timeout=timeout + 10)
+        if ans["missing"]:
+            raise AssertionError(f"no result after {timeout}s for {ans['missing']}")
+        return {i: j for i, j in ans["jobs"].items()}
+
+    def state(self):
+        return self.admin("GET", "/admin/state")
+
+    def requests(self):
+        return self.admin("GET", "/admin/requests")
+
+    def fault(self, **f):
+        self.admin("POST", "/admin/faults", f)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+class Agent:
+    def __init__(self, tmp, controller_url, node_id, ca_file, token="token-A", extra_conf="", env=None,
+                 conf_override=None):
+        self.tmp = tmp
+        self.node_id = node_id
+        self.state_dir = os.path.join(tmp, "state")
+        self.socket = os.path.join(tmp, "control.sock")
+        self.token_file = os.path.join(tmp, "token")
+        self.conf = os.path.join(tmp, "agent.conf")
+        if token is not None:
+            self.write_token(token)
+        text = conf_override or f"""[agent]
+node_id = {node_id}
+state_dir = {self.state_dir}
+control_socket = {self.socket}
+log_level = debug
+drain_timeout_sec = 5
+
+[controller]
+url = {controller_url}
+token_file = {self.token_file}
+ca_file = {ca_file}
+poll_wait_sec = 5
+
+[vm]
+uri = test:///default
+"""
+        with open(self.conf, "w") as f:
+            f.write(text + extra_conf)
+        self.env = dict(os.environ, NODEAGENT_TEST_KINDS="1", **(env or {}))
+        self.proc = None
+        self.log_path = os.path.join(tmp, "agent.log")
+        self.starts = 0
+
+    def write_token(self, token):
+        tmp = self.token_file + ".new"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, (token + "\n").encode())
+        os.close(fd)
+        os.rename(tmp, self.token_file)
+
+    def start(self, wait_ready=True):
+        self.starts += 1
+        self.log = open(self.log_path, "a")
+        self.log.write(f"---- start {self.starts}\n")
+        self.log.flush()
+        self.proc = subprocess.Popen([NODEAGENTD, "-c", self.conf], stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=self.env)
+        if wait_ready:
+            wait_for(lambda: self.ctl("status", check=False).returncode == 0 or self.proc.poll() is not None, 10,
+                     "the agent's control socket")
+            if self.proc.poll() is not None:
+                raise AssertionError(f"agent exited with {self.proc.returncode}:\n{self.log_text()}")
+        return self
+
+    def ctl(self, *args, check=True):
+        r = subprocess.run([NODEAGENTCTL, "-s", self.socket, *args], capture_output=True, text=True, timeout=60)
+        if check and r.returncode != 0:
+            raise AssertionError(f"nodeagentctl {' '.join(args)} exited {r.returncode}: {r.stderr}")
+        return r
+
+    def status(self):
+        return json.loads(self.ctl("status", "--json").stdout)
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.log.close()
+
+    def stop(self, timeout=20):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("agent did not stop within %ss of SIGTERM" % timeout)
+        if self.proc:
+            self.log.close()
+        return self.proc.returncode if self.proc else None
+
+    def log_text(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+
+class Setup:
+    """A controller and an agent in a fresh temporary directory."""
+
+    def __init__(self, token="token-A", controller_extra=None, agent_extra_conf="", start_agent=True,
+                 ca_file=None, agent_env=None):
+        self.tmp = tempfile.mkdtemp(prefix="nodeagent-test-")
+        self.node_id = str(uuid.uuid4())
+        self.controller = Controller(self.tmp, self.node_id, token=token, extra=controller_extra)
+        self.agent = Agent(self.tmp, self.controller.url, self.node_id,
+                           ca_file or os.path.join(self.controller.certs, "ca.pem"), token=token,
+                           extra_conf=agent_extra_conf, env=agent_env)
+        if start_agent:
+            self.agent.start()
+
+    def close(self, failed=False):
+        try:
+            if self.agent.proc and self.agent.proc.poll() is None:
+                self.agent.proc.kill()
+                self.agent.proc.wait()
+        finally:
+            self.controller.stop()
+        if failed:
+            sys.stderr.write(f"---- agent log ({self.agent.log_path}):\n{self.agent.log_text()[-6000:]}\n")
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def run_cases(cases):
+    """python3 test_x.py CASE: run one case (CTest registers each), exit 0/1/77."""
+    if len(sys.argv) != 2 or sys.argv[1] not in cases:
+        sys.stderr.write("usage: %s {%s}\n" % (sys.argv[0], "|".join(cases)))
+        return 2
+    if not os.path.exists(NODEAGENTD):
+        sys.stderr.write(f"{NODEAGENTD} is not built\n")
+        return 1
+    t0 = time.time()
+    try:
+        cases[sys.argv[1]]()
+    except Skip as e:
+        print(f"SKIP {sys.argv[1]}: {e}")
+        return 77
+    print(f"PASS {sys.argv[1]} in {time.time() - t0:.1f}s")
+    return 0
+
+
+class Skip(Exception):
+    pass
+
+
+def with_setup(**setup_args):
+    """Decorator: give the test a fresh Setup, close it after, print logs on failure."""
+    def deco(fn):
+        def run():
+            s = Setup(**setup_args)
+            failed = True
+            try:
+                fn(s)
+                failed = False
+            finally:
+                s.close(failed)
+        run.__name__ = fn.__name__
+        return run
+    return deco
