@@ -1,0 +1,196 @@
+/*
+ * What the node keeps about each server beyond libvirt's own view, in
+ * <state_dir>/vps/<id>.json (mode 0600, replaced atomically): name, hostname,
+ * plan, template, credentials (a crypt hash, never a plain password), inputs,
+ * createdAt, the wanted power state and whether an install is unfinished.
+ */
+#include "drivers/vm-util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/fileio.h"
+#include "common/json-cleanup.h"
+#include "proto/decode.h"
+
+#define META_MAX (1u << 20)
+
+void vm_meta_clear(struct vm_meta *m)
+{
+        if (!m)
+                return;
+        free(m->name);
+        free(m->template_id);
+        free(m->image_slug);
+        if (m->password_hash) {
+                explicit_bzero(m->password_hash, strlen(m->password_hash));
+                free(m->password_hash);
+        }
+        proto_strv_free(m->ssh_keys);
+        free(m->kernel);
+        free(m->initrd);
+        free(m->cmdline);
+        if (m->inputs)
+                json_decref(m->inputs);
+        memset(m, 0, sizeof(*m));
+}
+
+size_t vm_meta_ssh_key_count(const struct vm_meta *m)
+{
+        size_t n = 0;
+        for (char **k = m->ssh_keys; k && *k; k++)
+                n++;
+        return n;
+}
+
+int vm_meta_set_keys(struct vm_meta *m, char *const *keys, struct na_error *err)
+{
+        size_t n = 0;
+        for (char *const *k = keys; k && *k; k++)
+                n++;
+        char **v = NULL;
+        if (n > 0) {
+                v = calloc(n + 1, sizeof(char *));
+                if (!v)
+                        return na_error_sys(err, ENOMEM, "vps %s: keys", m->id);
+                for (size_t i = 0; i < n; i++)
+                        if (!(v[i] = strdup(keys[i]))) {
+                                proto_strv_free(v);
+                                return na_error_sys(err, ENOMEM, "vps %s: keys", m->id);
+                        }
+        }
+        proto_strv_free(m->ssh_keys);
+        m->ssh_keys = v;
+        return 0;
+}
+
+static char *meta_path(const char *dir, const char *id)
+{
+        return vm_strdupf("%s/%s.json", dir, id);
+}
+
+static json_t *plan_json(const struct proto_vps_plan *p)
+{
+        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "cpuCores", (json_int_t)p->cpu_cores, "cpuThreads",
+                         (json_int_t)p->cpu_threads, "ramMB", (json_int_t)p->ram_mb, "storageMB",
+                         (json_int_t)p->storage_mb, "networkSpeedLimitMbps", (json_int_t)p->network_speed_mbps,
+                         "bandwidthLimitGb", (json_int_t)p->bandwidth_limit_gb, "maxSnapshots",
+                         (json_int_t)p->max_snapshots);
+}
+
+int vm_meta_save(const char *meta_dir, const struct vm_meta *m, struct na_error *err)
+{
+        json_t *keys = json_array();
+        for (char **k = m->ssh_keys; k && *k; k++)
+                json_array_append_new(keys, json_string(*k));
+        _cleanup_json_ json_t *doc = json_pack(
+                "{s:i, s:s, s:s, s:s, s:o, s:{s:s, s:s, s:s}, s:o, s:o, s:o, s:o, s:I, s:I, s:s, s:b}", "version", 1,
+                "id", m->id, "name", m->name ? m->name : "", "hostname", m->hostname, "plan", plan_json(&m->plan),
+                "template", "id", m->template_id ? m->template_id : "", "imageSlug", m->image_slug ? m->image_slug : "",
+                "os", proto_vps_os_names[m->os == PROTO_VPS_OS_WINDOWS], "passwordHash",
+                m->password_hash ? json_string(m->password_hash) : json_null(), "sshKeys", keys, "sshKeyId",
+                m->ssh_key_id[0] ? json_string(m->ssh_key_id) : json_null(), "inputs",
+                m->inputs ? json_incref(m->inputs) : json_null(), "createdAt", (json_int_t)m->created_at_ms,
+                "generation", (json_int_t)m->generation, "wantedState", m->want_running ? "running" : "stopped",
+                "installing", m->installing);
+        if (doc && m->kernel)
+                json_object_set_new(doc, "boot",
+                                    json_pack("{s:s, s:s?, s:s?}", "kernel", m->kernel, "initrd", m->initrd, "cmdline",
+                                              m->cmdline));
+        if (!doc)
+                return na_error_set(err, ENOMEM, NA_E_INTERNAL, "vps %s: cannot encode metadata", m->id);
+        _cleanup_free_ char *text = json_dumps(doc, JSON_COMPACT);
+        _cleanup_free_ char *path = meta_path(meta_dir, m->id);
+        if (!text || !path)
+                return na_error_sys(err, ENOMEM, "vps %s: metadata", m->id);
+        int r = na_atomic_write(path, text, strlen(text), 0600, err);
+        if (r < 0)
+                return na_error_prefix(err, "vps %s: save metadata", m->id);
+        return 0;
+}
+
+static char *dup_str(json_t *o, const char *key)
+{
+        json_t *v = json_object_get(o, key);
+        return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
+}
+
+static void copy_str(json_t *o, const char *key, char *buf, size_t len)
+{
+        json_t *v = json_object_get(o, key);
+        snprintf(buf, len, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+int vm_meta_load(const char *meta_dir, const char *id, struct vm_meta *m, struct na_error *err)
+{
+        memset(m, 0, sizeof(*m));
+        _cleanup_free_ char *path = meta_path(meta_dir, id);
+        if (!path)
+                return na_error_sys(err, ENOMEM, "vps %s: metadata", id);
+        if (access(path, F_OK) < 0 && errno == ENOENT)
+                return -ENOENT;
+        _cleanup_free_ char *text = NULL;
+        int r = na_read_file(path, META_MAX, &text, NULL, err);
+        if (r < 0)
+                return na_error_prefix(err, "vps %s: load metadata", id);
+        json_error_t jerr;
+        _cleanup_json_ json_t *doc = json_loads(text, 0, &jerr);
+        if (!doc || !json_is_object(doc))
+                return na_error_set(err, EBADMSG, NA_E_INTERNAL, "vps %s: metadata %s: %s", id, path,
+                                    doc ? "not an object" : jerr.text);
+
+        snprintf(m->id, sizeof(m->id), "%s", id);
+        m->name = dup_str(doc, "name");
+        copy_str(doc, "hostname", m->hostname, sizeof(m->hostname));
+        json_t *plan = json_object_get(doc, "plan");
+        struct na_error ignore = NA_ERROR_INIT;
+        if (proto_vps_plan_decode(plan, "plan", &m->plan, &ignore) < 0) {
+                na_error_clear(&ignore);
+                vm_meta_clear(m);
+                return na_error_set(err, EBADMSG, NA_E_INTERNAL, "vps %s: metadata %s: bad plan", id, path);
+        }
+        json_t *t = json_object_get(doc, "template");
+        m->template_id = dup_str(t, "id");
+        m->image_slug = dup_str(t, "imageSlug");
+        json_t *os = json_object_get(t, "os");
+        m->os = json_is_string(os) && streq(json_string_value(os), "windows") ? PROTO_VPS_OS_WINDOWS
+                                                                              : PROTO_VPS_OS_LINUX;
+        m->password_hash = dup_str(doc, "passwordHash");
+        json_t *keys = json_object_get(doc, "sshKeys");
+        if (json_is_array(keys) && json_array_size(keys) > 0) {
+                m->ssh_keys = calloc(json_array_size(keys) + 1, sizeof(char *));
+                size_t i, n = 0;
+                json_t *k;
+                json_array_foreach(keys, i, k)
+                        if (m->ssh_keys && json_is_string(k))
+                                m->ssh_keys[n++] = strdup(json_string_value(k));
+        }
+        copy_str(doc, "sshKeyId", m->ssh_key_id, sizeof(m->ssh_key_id));
+        json_t *inputs = json_object_get(doc, "inputs");
+        m->inputs = json_is_object(inputs) ? json_incref(inputs) : NULL;
+        json_t *boot = json_object_get(doc, "boot");
+        m->kernel = dup_str(boot, "kernel");
+        m->initrd = dup_str(boot, "initrd");
+        m->cmdline = dup_str(boot, "cmdline");
+        m->created_at_ms = json_integer_value(json_object_get(doc, "createdAt"));
+        m->generation = json_integer_value(json_object_get(doc, "generation"));
+        json_t *ws = json_object_get(doc, "wantedState");
+        m->want_running = json_is_string(ws) && streq(json_string_value(ws), "running");
+        m->installing = json_is_true(json_object_get(doc, "installing"));
+        if (!m->name || !m->template_id || !m->image_slug) {
+                vm_meta_clear(m);
+                return na_error_set(err, EBADMSG, NA_E_INTERNAL, "vps %s: metadata %s: incomplete", id, path);
+        }
+        return 0;
+}
+
+int vm_meta_remove(const char *meta_dir, const char *id, struct na_error *err)
+{
+        _cleanup_free_ char *path = meta_path(meta_dir, id);
+        if (!path)
+                return na_error_sys(err, ENOMEM, "vps %s: metadata", id);
+        int r = vm_unlink(path, err);
+        if (r < 0)
+                return r;
+        return na_fsync_parent(path, err);
+}

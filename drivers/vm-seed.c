@@ -1,0 +1,163 @@
+/*
+ * The cloud-init NoCloud seed: an ISO 9660 volume labelled "cidata" holding
+ * meta-data, user-data and network-config, made by xorriso (exec form). The
+ * documents are JSON, which YAML reads as it is. The password goes in as a
+ * SHA-512 crypt hash only.
+ */
+#include "drivers/vm-util.h"
+
+#include <crypt.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/json-cleanup.h"
+
+int vm_password_hash(const char *password, char **ret, struct na_error *err)
+{
+        char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+        if (!crypt_gensalt_rn("$6$", 0, NULL, 0, salt, sizeof(salt)))
+                return na_error_sys(err, errno ? errno : EINVAL, "password: make a salt");
+        struct crypt_data *cd = calloc(1, sizeof(*cd));
+        if (!cd)
+                return na_error_sys(err, ENOMEM, "password: hash");
+        const char *h = crypt_rn(password, salt, cd, sizeof(*cd));
+        int r = 0;
+        if (!h || h[0] == '*')
+                r = na_error_sys(err, errno ? errno : EINVAL, "password: hash");
+        else if (!(*ret = strdup(h)))
+                r = na_error_sys(err, ENOMEM, "password: hash");
+        explicit_bzero(cd, sizeof(*cd));
+        free(cd);
+        return r;
+}
+
+static char *dump(json_t *doc, const char *head)
+{
+        _cleanup_free_ char *body = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!body)
+                return NULL;
+        return vm_strdupf("%s%s\n", head, body);
+}
+
+int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_data, char **ret_user_data,
+                      char **ret_network_config, struct na_error *err)
+{
+        char instance[80];
+        snprintf(instance, sizeof(instance), "%s-%lld", m->id, (long long)m->generation);
+        _cleanup_json_ json_t *meta = json_pack("{s:s, s:s}", "instance-id", instance, "local-hostname", m->hostname);
+
+        json_t *keys = json_array();
+        for (char **k = m->ssh_keys; k && *k; k++)
+                json_array_append_new(keys, json_string(*k));
+        json_t *root = json_pack("{s:s, s:b, s:o}", "name", "root", "lock_passwd", m->password_hash == NULL,
+                                 "ssh_authorized_keys", keys);
+        if (root && m->password_hash)
+                json_object_set_new(root, "hashed_passwd", json_string(m->password_hash));
+        _cleanup_json_ json_t *user = json_pack("{s:s, s:b, s:b, s:b, s:b, s:[o]}", "hostname", m->hostname,
+                                                "preserve_hostname", 0, "manage_etc_hosts", 1, "disable_root", 0,
+                                                "ssh_pwauth", m->password_hash != NULL, "users", root);
+        if (user && m->inputs && json_object_size(m->inputs) > 0) {
+                _cleanup_free_ char *inputs = json_dumps(m->inputs, JSON_COMPACT | JSON_SORT_KEYS);
+                json_object_set_new(user, "write_files",
+                                    json_pack("[{s:s, s:s, s:s}]", "path", "/etc/nodeagent/inputs.json", "permissions",
+                                              "0600", "content", inputs ? inputs : "{}"));
+        }
+        _cleanup_json_ json_t *net = json_pack("{s:i, s:{s:{s:{s:s}, s:s, s:b}}}", "version", 2, "ethernets", "primary",
+                                               "match", "macaddress", mac, "set-name", "eth0", "dhcp4", 1);
+        if (!meta || !user || !net)
+                return na_error_set(err, ENOMEM, NA_E_INTERNAL, "vps %s: seed documents", m->id);
+        _cleanup_free_ char *md = dump(meta, "");
+        _cleanup_free_ char *ud = dump(user, "#cloud-config\n");
+        _cleanup_free_ char *nc = dump(net, "");
+        if (!md || !ud || !nc)
+                return na_error_sys(err, ENOMEM, "vps %s: seed documents", m->id);
+        *ret_meta_data = TAKE_PTR(md);
+        *ret_user_data = TAKE_PTR(ud);
+        *ret_network_config = TAKE_PTR(nc);
+        return 0;
+}
+
+static int write_doc(const char *dir, const char *name, const char *text, struct na_error *err)
+{
+        _cleanup_free_ char *path = vm_strdupf("%s/%s", dir, name);
+        if (!path)
+                return na_error_sys(err, ENOMEM, "seed %s", name);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return na_error_sys(err, errno, "create %s", path);
+        size_t len = strlen(text);
+        const char *p = text;
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return na_error_sys(err, errno, "write %s", path);
+                }
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+        static const char *const names[] = { "meta-data", "user-data", "network-config" };
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                _cleanup_free_ char *p = vm_strdupf("%s/%s", dir, names[i]);
+                if (p)
+                        unlink(p);
+        }
+        rmdir(dir);
+}
+
+int vm_seed_write(const char *xorriso, const struct vm_meta *m, const char *mac, const char *path,
+                  struct na_error *err)
+{
+        _cleanup_free_ char *md = NULL, *ud = NULL, *nc = NULL;
+        int r = vm_seed_documents(m, mac, &md, &ud, &nc, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *dir = vm_strdupf("%s.d.XXXXXX", path);
+        _cleanup_free_ char *partial = vm_strdupf("%s.partial", path);
+        if (!dir || !partial)
+                return na_error_sys(err, ENOMEM, "vps %s: seed", m->id);
+        if (!mkdtemp(dir))
+                return na_error_sys(err, errno, "vps %s: seed: create %s", m->id, dir);
+        if ((r = write_doc(dir, "meta-data", md, err)) < 0 || (r = write_doc(dir, "user-data", ud, err)) < 0 ||
+            (r = write_doc(dir, "network-config", nc, err)) < 0) {
+                remove_dir(dir);
+                return na_error_prefix(err, "vps %s: seed", m->id);
+        }
+        _cleanup_free_ char *f_ud = vm_strdupf("%s/user-data", dir);
+        _cleanup_free_ char *f_md = vm_strdupf("%s/meta-data", dir);
+        _cleanup_free_ char *f_nc = vm_strdupf("%s/network-config", dir);
+        if (!f_ud || !f_md || !f_nc) {
+                remove_dir(dir);
+                return na_error_sys(err, ENOMEM, "vps %s: seed", m->id);
+        }
+        unlink(partial);
+        char *const argv[] = { (char *)xorriso, (char *)"-as", (char *)"mkisofs", (char *)"-quiet",
+                               (char *)"-output", partial, (char *)"-volid", (char *)"cidata",
+                               (char *)"-joliet", (char *)"-rock", f_ud, f_md, f_nc, NULL };
+        r = vm_spawn(argv, NULL, NULL, 0, err);
+        remove_dir(dir);
+        if (r < 0) {
+                unlink(partial);
+                return na_error_prefix(err, "vps %s: make the cloud-init seed", m->id);
+        }
+        if (chmod(partial, 0600) < 0 || (r = vm_fsync_path(partial, err)) < 0) {
+                if (!na_error_is_set(err))
+                        na_error_sys(err, errno, "vps %s: seed %s", m->id, partial);
+                unlink(partial);
+                return -err->errnum;
+        }
+        if (rename(partial, path) < 0) {
+                r = na_error_sys(err, errno, "vps %s: seed: rename %s", m->id, partial);
+                unlink(partial);
+                return r;
+        }
+        return 0;
+}

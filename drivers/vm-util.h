@@ -1,0 +1,159 @@
+/*
+ * The VM driver's helpers that need no hypervisor: child processes, checksums,
+ * per-server metadata, templates, the cloud-init seed, domain XML text and backup
+ * archives. Private to drivers/; no libvirt here.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "drivers/vm.h"
+
+/* ---- vm-util.c ---- */
+
+/* Progress helpers: NULL-safe. */
+void vm_progress_stage(const struct vm_progress *p, const char *stage, int percent, const char *message);
+int vm_progress_checkpoint(const struct vm_progress *p, struct na_error *err);
+
+/*
+ * Run argv (argv[0] an absolute path; exec form, never a shell) with stdin from
+ * /dev/null and a minimal environment. stdout is kept up to out_max bytes when
+ * ret_out is not NULL (else discarded); the end of stderr goes into the error
+ * message when the program fails. progress' checkpoint is polled while it runs:
+ * when it fails the child is killed and its error returned.
+ */
+int vm_spawn(char *const argv[], const struct vm_progress *progress, char **ret_out, size_t out_max,
+             struct na_error *err);
+
+/* SHA-256 of a file as 64 lower-case hex digits (buf of 65). */
+int vm_sha256_file(const char *path, const struct vm_progress *progress, char hex[65], struct na_error *err);
+void vm_sha256_hex(const unsigned char digest[32], char hex[65]);
+
+/* asprintf that returns NULL on failure. */
+char *vm_strdupf(const char *fmt, ...) _printf_(1, 2);
+/* Lower-case copy of a valid server id (UUID) into buf[37]; -EINVAL with VALIDATION-free error otherwise. */
+int vm_id_normalize(const char *id, char buf[PROTO_VPS_ID_LEN + 1], struct na_error *err);
+/* The server's MAC address, 52:54:00 and three bytes of SHA-256(id). */
+void vm_mac_from_id(const char *id, char mac[18]);
+/* unlink that ignores ENOENT. */
+int vm_unlink(const char *path, struct na_error *err);
+/* fsync a file by path. */
+int vm_fsync_path(const char *path, struct na_error *err);
+/* Size of a disk image's guest view: raw = file size, qcow2 = header size. */
+int vm_image_virtual_size(const char *path, const char *format, uint64_t *ret, struct na_error *err);
+
+/* ---- vm-meta.c: <meta_dir>/<id>.json, mode 0600 ---- */
+
+struct vm_meta {
+        char id[PROTO_VPS_ID_LEN + 1];
+        char *name;
+        char hostname[PROTO_VPS_HOSTNAME_MAX + 1];
+        struct proto_vps_plan plan;
+        char *template_id;
+        char *image_slug;
+        enum proto_vps_os os;
+        char *password_hash;   /* SHA-512 crypt; NULL: none */
+        char **ssh_keys;       /* NULL-terminated; NULL: none */
+        char ssh_key_id[PROTO_VPS_ID_LEN + 1];
+        json_t *inputs;        /* NULL: none */
+        char *kernel;          /* direct kernel boot of the installed template; NULL: boot the disk */
+        char *initrd;
+        char *cmdline;
+        int64_t created_at_ms;
+        int64_t generation;    /* increases with every install: cloud-init's instance-id */
+        bool want_running;
+        bool installing;
+};
+void vm_meta_clear(struct vm_meta *m);
+/* -ENOENT (err not set) when the server has no metadata. */
+int vm_meta_load(const char *meta_dir, const char *id, struct vm_meta *m, struct na_error *err);
+int vm_meta_save(const char *meta_dir, const struct vm_meta *m, struct na_error *err);
+int vm_meta_remove(const char *meta_dir, const char *id, struct na_error *err);
+size_t vm_meta_ssh_key_count(const struct vm_meta *m);
+int vm_meta_set_keys(struct vm_meta *m, char *const *keys, struct na_error *err);
+
+/* ---- vm-templates.c ---- */
+
+struct vm_template {
+        char *id;
+        char *image_slug;
+        enum proto_vps_os os;
+        char *format;      /* "qcow2" or "raw" */
+        char *path;        /* absolute, inside images_dir */
+        char *sha256;      /* 64 lower-case hex */
+        json_t *inputs;    /* the inputs schema; NULL: no inputs */
+        char *kernel;      /* absolute; NULL: boot from the disk */
+        char *initrd;
+        char *cmdline;
+};
+void vm_template_clear(struct vm_template *t);
+
+struct vm_templates;
+int vm_templates_new(const char *file, const char *images_dir, const char *cache_file, struct vm_templates **ret,
+                     struct na_error *err);
+void vm_templates_free(struct vm_templates *t);
+/*
+ * Copy the template (id, image_slug) into *ret, reloading the file when it
+ * changed. Unknown ones: VALIDATION_ERROR on fields->id / fields->image_slug.
+ */
+int vm_templates_get(struct vm_templates *t, const char *id, const char *image_slug,
+                     const struct vm_template_fields *fields, struct vm_template *ret, struct na_error *err);
+/* Check inputs (may be NULL) against the template's schema; errors under field. */
+int vm_template_check_inputs(const struct vm_template *t, json_t *inputs, const char *field, struct na_error *err);
+/* Verify the image's sha256 once per (path, size, mtime); remembered in the cache file. */
+int vm_templates_verify(struct vm_templates *t, const struct vm_template *tmpl, const struct vm_progress *progress,
+                        struct na_error *err);
+
+/* ---- vm-seed.c: cloud-init NoCloud seed ---- */
+
+/* SHA-512 crypt(3) hash ("$6$<random salt>$...") of a password. */
+int vm_password_hash(const char *password, char **ret, struct na_error *err);
+/* The three seed documents (exposed for tests): new strings. */
+int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_data, char **ret_user_data,
+                      char **ret_network_config, struct na_error *err);
+/* Write the seed ISO (volume id "cidata") to path, atomically, with xorriso. */
+int vm_seed_write(const char *xorriso, const struct vm_meta *m, const char *mac, const char *path,
+                  struct na_error *err);
+
+/* ---- vm-xml.c: domain XML text ---- */
+
+struct vm_domain_spec {
+        const char *id;
+        const char *name;         /* the server's name (title) */
+        const char *domain_type;  /* "kvm", "qemu" or "test" */
+        const char *emulator;     /* NULL: libvirt's default */
+        const struct vm_meta *meta;
+        const char *disk_path;    /* qcow2 */
+        const char *seed_path;    /* NULL: no seed */
+        const char *kernel;       /* NULL: boot from the disk */
+        const char *initrd;
+        const char *cmdline;
+        const char *ifname;
+        const char *mac;
+};
+/* The domain XML, newly allocated; NULL on ENOMEM. */
+char *vm_domain_xml(const struct vm_domain_spec *s);
+/* XML text escaping, newly allocated. */
+char *vm_xml_escape(const char *s);
+/*
+ * The text of the first <tag>...</tag> in xml before stop (may be NULL),
+ * unescaped, newly allocated; NULL when absent.
+ */
+char *vm_xml_text(const char *xml, const char *tag, const char *stop);
+
+/* ---- vm-archive.c: zstd archives with their sha256 ---- */
+
+/*
+ * Compress src into dst (created, fsynced; never left half-written under dst on
+ * failure: the caller writes to a temporary name and renames). Fills the sha256
+ * and size of the compressed bytes.
+ */
+int vm_archive_compress(const char *src, const char *dst, const struct vm_progress *progress, char sha256[65],
+                        uint64_t *ret_size, struct na_error *err);
+/* Decompress src into dst, verifying that src's sha256 is expected_sha256 (else -EBADMSG). */
+int vm_archive_decompress(const char *src, const char *dst, const char *expected_sha256,
+                          const struct vm_progress *progress, struct na_error *err);
