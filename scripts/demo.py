@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""nodeagent's demo: the real agent, the local test controller over real HTTPS, and
+a few jobs sent through the long poll, printed as they come back."""
+import json
+import os
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+os.environ.setdefault("NA_SOURCE_DIR", SRC)
+os.environ.setdefault("NA_BUILD_DIR", os.path.join(SRC, "build"))
+sys.path.insert(0, os.path.join(SRC, "tests", "harness"))
+from nodeagent_harness import Setup  # noqa: E402
+
+BOLD, DIM, RED, GREEN, RESET = ("\033[1m", "\033[2m", "\033[31m", "\033[32m", "\033[0m") if sys.stdout.isatty() else ("",) * 5
+
+
+def summarize(kind, data):
+    if kind == "node.status":
+        h = data["host"]
+        return (f"agent {data['agentVersion']}, up {data['uptimeSec']} s, host {h['hostname']} "
+                f"({h['cpus']} CPUs, {h['memoryMB']} MB, kernel {h['kernel']}, cgroup {h['cgroup']})")
+    text = json.dumps(data)
+    return text if len(text) < 160 else text[:157] + "..."
+
+
+def run_job(s, title, kind, params=None, target=None, timeout=60):
+    jid = s.controller.enqueue(kind, params or {}, target=target)
+    t0 = time.time()
+    print(f"{BOLD}→ {title}{RESET} {DIM}({kind}, job {jid[:8]}){RESET}", flush=True)
+    seen = 0
+    while time.time() - t0 < timeout:
+        j = s.controller.admin("GET", f"/admin/jobs/{jid}")
+        for p in j["progress"][seen:]:
+            stage = p.get("stage", "")
+            pct = f" {p['percent']}%" if "percent" in p else ""
+            msg = f": {p['message']}" if p.get("message") else ""
+            print(f"    {DIM}progress{RESET} {stage}{pct}{msg}", flush=True)
+        seen = len(j["progress"])
+        if j["results"]:
+            r = j["results"][0]
+            if r["status"] == "succeeded":
+                print(f"    {GREEN}succeeded{RESET} in {r['durationMs']} ms: {summarize(kind, r.get('data', {}))}")
+            else:
+                e = r["error"]
+                details = json.dumps(e.get("details")) if e.get("details") else ""
+                print(f"    {RED}failed{RESET} {e['code']} (HTTP {e['httpStatus']}): {e['error']} {DIM}{details}{RESET}")
+            return r
+        time.sleep(0.05)
+    print(f"    {RED}no result after {timeout} s{RESET}")
+    return None
+
+
+def main():
+    netns = "--no-netns" not in sys.argv
+    s = Setup()
+    ok = False
+    try:
+        print(f"{BOLD}nodeagent demo{RESET}")
+        print(f"  controller  {s.controller.url} (the project's test controller, its own CA, mutual token)")
+        print(f"  agent       node {s.node_id}, state in {s.agent.state_dir}")
+        print(f"  network     {'a private network namespace' if netns else 'the host network (no firewall part)'}")
+        print()
+        run_job(s, "Ask the node how it is", "node.status")
+        run_job(s, "A kind this agent does not know", "vps.teleport", target={"type": "vps", "id": str(uuid.uuid4())})
+        run_job(s, "A job with bad parameters", "vps.power", {"action": "explode"},
+                target={"type": "vps", "id": str(uuid.uuid4())})
+        print()
+        st = s.agent.status()
+        print(f"{BOLD}nodeagentctl status{RESET}")
+        print(s.agent.ctl("status").stdout)
+        print(f"{BOLD}nodeagentctl jobs{RESET}")
+        print(s.agent.ctl("jobs").stdout)
+        rc = s.agent.stop()
+        print(f"agent stopped on SIGTERM with exit status {rc}; "
+              f"{st['jobs']['succeeded']} job(s) succeeded, {st['jobs']['failed']} failed as expected")
+        ok = True
+    finally:
+        s.close(failed=not ok)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
