@@ -1,5 +1,6 @@
 /* nodeagentd: the node agent daemon. */
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 
 #include "agent/config.h"
@@ -23,6 +24,8 @@ int main(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { 0 },
         };
+        /* Workers allocate little: one malloc arena per thread would only waste memory. */
+        mallopt(M_ARENA_MAX, 2);
         const char *path = NA_DEFAULT_CONFIG;
         bool check = false;
         int c;

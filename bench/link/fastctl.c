@@ -1,0 +1,286 @@
+/*
+ * A controller that keeps up, for the link benchmark only: one thread, epoll,
+ * non-blocking OpenSSL, HTTP/1.1 keep-alive, just the agent API endpoints the
+ * benchmark needs, every job a node.status. It hands out N jobs and prints, as one
+ * JSON line, the round trip of each (sequential mode) or the throughput (parallel
+ * mode), then exits.
+ *
+ *   fastctl PORT CERT KEY NODE_ID N MODE(seq|par) MAXJOBS
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAXCONN 256
+#define BUFSZ (1 << 20)
+
+struct conn {
+        int fd;
+        SSL *ssl;
+        bool handshaken;
+        char *in;
+        size_t in_len;
+        bool poll_waiting; /* a long poll held until a job is available */
+        unsigned poll_max;
+};
+
+static struct conn *conns[65536];
+static SSL_CTX *ctx;
+static int epfd;
+static const char *node_id;
+static long n_jobs, offered, done;
+static bool sequential;
+static unsigned max_jobs;
+static double *offer_at, *result_at, first_offer, last_result;
+
+static double now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void conn_close(struct conn *c)
+{
+        epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        SSL_free(c->ssl);
+        close(c->fd);
+        conns[c->fd] = NULL;
+        free(c->in);
+        free(c);
+}
+
+static void send_all(struct conn *c, const char *data, size_t len)
+{
+        while (len > 0) {
+                int n = SSL_write(c->ssl, data, (int)len);
+                if (n <= 0) {
+                        int e = SSL_get_error(c->ssl, n);
+                        if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ)
+                                continue; /* loopback: the peer drains quickly */
+                        return;
+                }
+                data += n;
+                len -= (size_t)n;
+        }
+}
+
+static void respond(struct conn *c, const char *body)
+{
+        char head[256];
+        size_t blen = strlen(body);
+        int h = snprintf(head, sizeof(head),
+                         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", blen);
+        char *msg = malloc((size_t)h + blen);
+        memcpy(msg, head, (size_t)h);
+        memcpy(msg + h, body, blen);
+        send_all(c, msg, (size_t)h + blen);
+        free(msg);
+}
+
+static bool answer_poll(struct conn *c)
+{
+        long avail = n_jobs - offered;
+        if (sequential && offered > done)
+                avail = 0; /* one at a time: the next only when the last is back */
+        if (avail <= 0)
+                return false;
+        long give = avail < (long)c->poll_max ? avail : (long)c->poll_max;
+        if (sequential)
+                give = 1;
+        size_t cap = 256 + (size_t)give * 400;
+        char *body = malloc(cap);
+        size_t len = (size_t)snprintf(body, cap, "{\"success\":true,\"message\":\"\",\"data\":[");
+        double t = now();
+        for (long i = 0; i < give; i++) {
+                long k = offered++;
+                offer_at[k] = t;
+                if (k == 0)
+                        first_offer = t;
+                len += (size_t)snprintf(body + len, cap - len,
+                                        "%s{\"id\":\"00000000-0000-4000-8000-%012lx\",\"kind\":\"node.status\",\"attempt\":1,"
+                                        "\"target\":{\"type\":\"node\",\"id\":\"%s\"},\"params\":{},"
+                                        "\"createdAt\":\"2026-11-21T10:00:00Z\",\"timeoutSec\":600}",
+                                        i ? "," : "", k, node_id);
+        }
+        snprintf(body + len, cap - len, "]}");
+        c->poll_waiting = false;
+        respond(c, body);
+        free(body);
+        return true;
+}
+
+static void wake_polls(void)
+{
+        for (int fd = 0; fd < 65536; fd++)
+                if (conns[fd] && conns[fd]->poll_waiting && !answer_poll(conns[fd]))
+                        break;
+}
+
+static void handle(struct conn *c, const char *method, const char *path, const char *body)
+{
+        (void)body;
+        if (strstr(path, "/hello")) {
+                char settings[256];
+                snprintf(settings, sizeof(settings),
+                         "{\"success\":true,\"message\":\"\",\"data\":{\"pollWaitSec\":30,\"maxJobs\":%u,\"leaseSec\":60,"
+                         "\"reportIntervalSec\":3600}}",
+                         max_jobs);
+                respond(c, settings);
+        } else if (strstr(path, "/jobs?")) {
+                const char *m = strstr(path, "max=");
+                c->poll_max = m ? (unsigned)atoi(m + 4) : 1;
+                c->poll_waiting = true;
+                answer_poll(c);
+        } else if (strstr(path, "/result")) {
+                const char *id = strstr(path, "/jobs/") + 6;
+                long k = strtol(id + 24, NULL, 16);
+                if (k >= 0 && k < n_jobs && result_at[k] == 0) {
+                        result_at[k] = last_result = now();
+                        done++;
+                }
+                respond(c, "{\"success\":true,\"message\":\"\",\"data\":{}}");
+                if (sequential)
+                        wake_polls();
+        } else if (strstr(path, "/progress"))
+                respond(c, "{\"success\":true,\"message\":\"\",\"data\":{\"leaseExpiresAt\":\"2030-01-01T00:00:00Z\"}}");
+        else if (strstr(path, "/reports"))
+                respond(c, "{\"success\":true,\"message\":\"\",\"data\":{\"ackSeq\":1000000}}");
+        else
+                respond(c, "{\"success\":true,\"message\":\"\",\"data\":null}");
+        (void)method;
+}
+
+/* Parse as many complete requests as the buffer holds. */
+static void parse(struct conn *c)
+{
+        for (;;) {
+                c->in[c->in_len] = '\0';
+                char *end = strstr(c->in, "\r\n\r\n");
+                if (!end)
+                        return;
+                size_t head = (size_t)(end - c->in) + 4, clen = 0;
+                char *cl = strcasestr(c->in, "content-length:");
+                if (cl && cl < end)
+                        clen = (size_t)atol(cl + 15);
+                if (c->in_len < head + clen)
+                        return;
+                char method[8] = "", path[512] = "";
+                sscanf(c->in, "%7s %511s", method, path);
+                char saved = c->in[head + clen];
+                c->in[head + clen] = '\0';
+                handle(c, method, path, c->in + head);
+                c->in[head + clen] = saved;
+                memmove(c->in, c->in + head + clen, c->in_len - head - clen);
+                c->in_len -= head + clen;
+        }
+}
+
+static void on_readable(struct conn *c)
+{
+        if (!c->handshaken) {
+                int r = SSL_accept(c->ssl);
+                if (r <= 0) {
+                        int e = SSL_get_error(c->ssl, r);
+                        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+                                conn_close(c);
+                        return;
+                }
+                c->handshaken = true;
+        }
+        for (;;) {
+                int n = SSL_read(c->ssl, c->in + c->in_len, (int)(BUFSZ - 1 - c->in_len));
+                if (n <= 0) {
+                        int e = SSL_get_error(c->ssl, n);
+                        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+                                conn_close(c);
+                        return;
+                }
+                c->in_len += (size_t)n;
+                parse(c);
+        }
+}
+
+static int cmp(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc != 8) {
+                fprintf(stderr, "usage: fastctl PORT CERT KEY NODE_ID N seq|par MAXJOBS\n");
+                return 2;
+        }
+        int port = atoi(argv[1]);
+        node_id = argv[4];
+        n_jobs = atol(argv[5]);
+        sequential = strcmp(argv[6], "seq") == 0;
+        max_jobs = (unsigned)atoi(argv[7]);
+        offer_at = calloc((size_t)n_jobs, sizeof(double));
+        result_at = calloc((size_t)n_jobs, sizeof(double));
+
+        ctx = SSL_CTX_new(TLS_server_method());
+        if (SSL_CTX_use_certificate_chain_file(ctx, argv[2]) != 1 || SSL_CTX_use_PrivateKey_file(ctx, argv[3], SSL_FILETYPE_PEM) != 1) {
+                ERR_print_errors_fp(stderr);
+                return 1;
+        }
+        int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int one = 1;
+        setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 128) < 0) {
+                perror("fastctl: listen");
+                return 1;
+        }
+        epfd = epoll_create1(EPOLL_CLOEXEC);
+        struct epoll_event ev = { .events = EPOLLIN, .data.fd = lfd };
+        epoll_ctl(epfd, EPOLL_CTL_ADD, lfd, &ev);
+        printf("{\"listening\":%d}\n", port);
+        fflush(stdout);
+
+        while (done < n_jobs) {
+                struct epoll_event evs[64];
+                int n = epoll_wait(epfd, evs, 64, 1000);
+                for (int i = 0; i < n; i++) {
+                        int fd = evs[i].data.fd;
+                        if (fd == lfd) {
+                                int cfd;
+                                while ((cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+                                        setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                                        struct conn *c = calloc(1, sizeof(*c));
+                                        c->fd = cfd;
+                                        c->in = malloc(BUFSZ);
+                                        c->ssl = SSL_new(ctx);
+                                        SSL_set_fd(c->ssl, cfd);
+                                        conns[cfd] = c;
+                                        struct epoll_event cev = { .events = EPOLLIN, .data.fd = cfd };
+                                        epoll_ctl(epfd, EPOLL_CTL_ADD, cfd, &cev);
+                                }
+                        } else if (conns[fd])
+                                on_readable(conns[fd]);
+                }
+        }
+        double *lat = calloc((size_t)n_jobs, sizeof(double));
+        for (long k = 0; k < n_jobs; k++)
+                lat[k] = (result_at[k] - offer_at[k]) * 1000;
+        qsort(lat, (size_t)n_jobs, sizeof(double), cmp);
+        printf("{\"jobs\":%ld,\"seconds\":%.6f,\"jobsPerSec\":%.1f,\"p50Ms\":%.3f,\"p99Ms\":%.3f}\n", n_jobs,
+               last_result - first_offer, n_jobs / (last_result - first_offer), lat[n_jobs / 2],
+               lat[(long)((n_jobs - 1) * 0.99)]);
+        return 0;
+}
