@@ -161,12 +161,13 @@ static uint32_t parent_start(unsigned k, uint32_t start)
         return start - start % proto_metrics_tiers[k + 1].res_sec;
 }
 
-/* Tier k's bucket is finished: write it for good and fold it into tier k + 1. */
+/* Tier k's bucket is finished: write it for good (tier 0 is, at every sample) and fold it into tier k + 1. */
 static void close_bucket(struct history *h, unsigned k)
 {
         struct hist_bucket b;
         acc_to_bucket(&h->acc[k], &b);
-        write_bucket(h, k, &b);
+        if (k > 0)
+                write_bucket(h, k, &b);
         if (k + 1 < PROTO_METRICS_TIERS) {
                 uint32_t p = parent_start(k, h->acc[k].start);
                 if (h->acc[k + 1].start && h->acc[k + 1].start != p)
@@ -178,18 +179,34 @@ static void close_bucket(struct history *h, unsigned k)
         h->acc[k].start = 0;
 }
 
-/* Write the buckets in progress, each coarser one including the finer one in progress. */
-static void write_current(struct history *h)
+/*
+ * The bucket in progress of tier k as a query sees it: what tier k has gathered plus
+ * the finer bucket in progress as one more unit. Only tier 0 is written at every
+ * sample; a coarser bucket is written when it closes (and rebuilt from the finer
+ * tiers after a restart), which saves two page writes per target and tick.
+ */
+static bool current_view(const struct history *h, unsigned k, struct hist_bucket *out)
 {
-        struct hist_bucket b;
-        acc_to_bucket(&h->acc[0], &b);
-        write_bucket(h, 0, &b);
-        for (unsigned k = 1; k < PROTO_METRICS_TIERS; k++) {
-                struct hist_acc view = h->acc[k];
-                acc_add_bucket(&view, &b);
-                acc_to_bucket(&view, &b);
-                write_bucket(h, k, &b);
+        if (!h->acc[0].start)
+                return false;
+        acc_to_bucket(&h->acc[0], out);
+        for (unsigned j = 1; j <= k; j++) {
+                if (!h->acc[j].start)
+                        return false;
+                struct hist_acc view = h->acc[j];
+                acc_add_bucket(&view, out);
+                acc_to_bucket(&view, out);
         }
+        return true;
+}
+
+/* The bucket of tier k at start as a query sees it: the one in progress, or the file's. */
+static const struct hist_bucket *bucket_get(const struct history *h, unsigned k, uint32_t start,
+                                            struct hist_bucket *tmp)
+{
+        if (k > 0 && start && h->acc[k].start == start && current_view(h, k, tmp))
+                return tmp;
+        return bucket_at(h, k, start);
 }
 
 void history_record(struct history *h, const struct proto_metrics_sample *s)
@@ -218,7 +235,9 @@ void history_record(struct history *h, const struct proto_metrics_sample *s)
         for (int f = 0; f < PROTO_M__COUNT; f++)
                 if ((s->valid & PROTO_M_BIT(f)) && isfinite(s->v[f]) && s->v[f] >= 0)
                         acc_add(&h->acc[0], f, s->v[f], s->v[f]);
-        write_current(h);
+        struct hist_bucket cur;
+        acc_to_bucket(&h->acc[0], &cur);
+        write_bucket(h, 0, &cur);
 }
 
 /* Rebuild the buckets in progress from the file after an open. */
@@ -337,6 +356,7 @@ int history_open_readonly(const char *path, struct history **ret, struct na_erro
                 int r = map_file(fd, false, h, path, err);
                 if (r < 0)
                         return r;
+                rebuild(h);
         }
         *ret = TAKE_PTR(h);
         return 0;
@@ -424,7 +444,8 @@ int history_series(const struct history *h, const struct proto_metrics_query *q,
         struct group g = { 0 };
         bool open_group = false;
         for (int64_t s = first; s <= to_s; s += res) {
-                const struct hist_bucket *b = bucket_at(h, q->tier, (uint32_t)s);
+                struct hist_bucket tmp;
+                const struct hist_bucket *b = bucket_get(h, q->tier, (uint32_t)s, &tmp);
                 if (!b)
                         continue;
                 uint64_t gs = (uint64_t)(s - s % q->step_sec) * 1000;
@@ -450,7 +471,8 @@ bool history_bucket(const struct history *h, unsigned tier, uint32_t start, stru
 {
         if (!h || tier >= PROTO_METRICS_TIERS)
                 return false;
-        const struct hist_bucket *b = bucket_at(h, tier, start);
+        struct hist_bucket tmp;
+        const struct hist_bucket *b = bucket_get(h, tier, start, &tmp);
         if (!b)
                 return false;
         struct group g = { .at_ms = (uint64_t)start * 1000 };

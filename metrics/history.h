@@ -17,9 +17,11 @@
  * Rollups: a sample goes into the 10 s bucket; when a 10 s bucket ends, its
  * averages and maxima enter the minute as one unit, and a finished minute enters
  * its 15 minutes the same way (each finer bucket weighs the same: time-weighted).
- * The buckets in progress are written at every sample, so every tier on disk is
- * current; on open the partial minute and quarter-hour are rebuilt from the finer
- * tiers, so a restart loses nothing. Recording allocates nothing.
+ * The 10 s bucket is written at every sample; a minute or a quarter hour when it
+ * ends. Queries see the minute and quarter hour in progress from memory, and on open
+ * (also read-only) they are rebuilt from the finer tiers, so a restart or a crash
+ * loses nothing that reached the page cache. Recording allocates nothing and touches
+ * one page per sample.
  *
  * A file of the wrong size or with a bad header is recreated empty; stale or
  * corrupt buckets read as empty and are overwritten in time; values that are not
@@ -63,5 +65,5 @@ void history_record(struct history *h, const struct proto_metrics_sample *s);
 int history_series(const struct history *h, const struct proto_metrics_query *q, struct proto_metrics_point **ret,
                    size_t *ret_n, struct na_error *err);
 
-/* Tests: one raw bucket (its slot must hold exactly start) into *ret; false when absent. */
+/* One bucket as a query sees it (the file's, or the one in progress) into *ret; false when absent. */
 bool history_bucket(const struct history *h, unsigned tier, uint32_t start, struct proto_metrics_point *ret);

@@ -40,6 +40,9 @@ struct metrics_raw {
 #define MG_BIT(g) (1u << (g))
 #define MC_CGROUP_BITS (MC_BIT(MC_CPU_NS) | MC_BIT(MC_DISK_READ) | MC_BIT(MC_DISK_WRITE))
 
+/* memory.stat is the costliest cgroup file and what it adds (inactive file cache) moves slowly. */
+#define MEMORY_STAT_EVERY 6
+
 /* The cgroup files a guest's sources keep open. */
 enum mfile { MF_CPU, MF_MEM_CURRENT, MF_MEM_STAT, MF_MEM_LIMIT, MF_IO, MF__COUNT };
 
@@ -54,6 +57,10 @@ struct mtarget {
         uint64_t mem_limit;    /* bytes; 0: read the cgroup's */
         int fd[MF__COUNT];
         unsigned lost;         /* bit per cg_res whose cgroup directory vanished this tick */
+        uint64_t inactive_file; /* bytes, from memory.stat, re-read every MEMORY_STAT_EVERY ticks */
+        bool have_inactive;
+        unsigned stat_phase;   /* which tick of MEMORY_STAT_EVERY reads this target's memory.stat */
+        size_t netdev_hint;    /* where its interface was in the netdev table last time */
 
         /* Collector thread only. */
         struct metrics_raw cur;
@@ -170,5 +177,6 @@ bool mfind_u64(const char *buf, const char *key, uint64_t *v);
 unsigned metrics_rates(struct mtarget *t, uint64_t now_ms, unsigned node_cpus, struct proto_metrics_sample *s);
 
 /* ---- netdev table (source-netdev.c) ---- */
-const struct netdev_entry *netdev_find(const struct netdev_table *tb, const char *name);
+/* The entry of interface name, or NULL; *hint (may be NULL) is tried first and updated. */
+const struct netdev_entry *netdev_find(const struct netdev_table *tb, const char *name, size_t *hint);
 void netdev_table_free(struct netdev_table *tb);

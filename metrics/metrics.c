@@ -116,6 +116,7 @@ static int spec_apply(const struct metrics_target_spec *spec, const char *id, st
                      (!cgroup && t->explicit_cgroup);
         if (moved) {
                 mtarget_close_files(t);
+                t->have_inactive = false;
                 free(t->cgroup);
                 t->cgroup = TAKE_PTR(cgroup);
                 t->explicit_cgroup = t->cgroup != NULL;
@@ -293,6 +294,7 @@ int metrics_track(struct metrics *m, const struct metrics_target_spec *spec, str
                 pthread_mutex_unlock(&m->collect_lock);
                 return na_error_sys(err, ENOMEM, "metrics");
         }
+        n->stat_phase = (unsigned)(m->n_targets % MEMORY_STAT_EVERY);
         r = spec_apply(spec, id, n, err);
         if (r >= 0)
                 r = target_open_history(m, n, err);
@@ -353,33 +355,28 @@ bool metrics_tracked(struct metrics *m, enum metrics_kind kind, const char *id)
 
 /* ---- the tick ---- */
 
-/* Find the machine cgroups of servers that have none yet (one directory scan for all). */
-static unsigned resolve_guests(struct metrics *m, uint64_t *lookups)
+/*
+ * Find a server's machine cgroup. The first server without one at a tick scans the
+ * machine partitions once into an index; the others of that tick look it up there.
+ */
+static void resolve_guest(struct metrics *m, struct mtarget *t, struct machine_index **ix, bool *scanned,
+                          uint64_t *lookups)
 {
-        size_t need = 0;
-        for (size_t i = 1; i < m->n_targets; i++)
-                if (!m->targets[i]->cgroup && m->targets[i]->domain)
-                        need++;
         const char *hier = m->cg.res[CG_CPU].dir ? m->cg.res[CG_CPU].dir : m->cg.v2_dir;
-        if (!need || !hier)
-                return (unsigned)need;
-
-        _cleanup_(machine_index_freep) struct machine_index *ix = NULL;
-        if (machine_index_build(hier, &ix, NULL) < 0)
-                return (unsigned)need;
-        (*lookups)++;
-        for (size_t i = 1; i < m->n_targets; i++) {
-                struct mtarget *t = m->targets[i];
-                if (t->cgroup || !t->domain)
-                        continue;
-                const char *rel = machine_index_find(ix, LIBVIRT_DRIVER, t->domain);
-                if (!rel || !(t->cgroup = strdup(rel)))
-                        continue;
-                mtarget_close_files(t);
-                t->cur.restarted |= MC_CGROUP_BITS;
-                need--;
+        if (!hier)
+                return;
+        if (!*scanned) {
+                *scanned = true;
+                if (machine_index_build(hier, ix, NULL) < 0)
+                        *ix = NULL;
+                (*lookups)++;
         }
-        return (unsigned)need;
+        const char *rel = *ix ? machine_index_find(*ix, LIBVIRT_DRIVER, t->domain) : NULL;
+        if (!rel || !(t->cgroup = strdup(rel)))
+                return;
+        mtarget_close_files(t);
+        t->have_inactive = false;
+        t->cur.restarted |= MC_CGROUP_BITS;
 }
 
 static bool source_needs_cgroup(const struct metrics_source *s)
@@ -392,20 +389,26 @@ int metrics_collect(struct metrics *m, uint64_t now_ms, struct na_error *err)
         pthread_mutex_lock(&m->collect_lock);
         uint64_t t0 = na_now_mono_us(), skipped = 0, resets = 0, lookups = 0;
         m->tick_seq++;
-        for (size_t i = 0; i < m->n_targets; i++)
-                memset(&m->targets[i]->cur, 0, sizeof(m->targets[i]->cur));
 
         /* The node first: the interface table the guests' tap source reads comes from it. */
         struct mtarget *node = m->targets[0];
+        memset(&node->cur, 0, sizeof(node->cur));
         m->cpus_read = 0;
         for (size_t s = 0; metrics_sources[s]; s++)
                 if (metrics_sources[s]->node)
                         skipped += metrics_sources[s]->read(m, node);
 
-        unsigned unresolved = resolve_guests(m, &lookups);
-
+        unsigned unresolved = 0;
+        _cleanup_(machine_index_freep) struct machine_index *ix = NULL;
+        bool scanned = false;
         for (size_t i = 1; i < m->n_targets; i++) {
                 struct mtarget *t = m->targets[i];
+                memset(&t->cur, 0, sizeof(t->cur));
+                if (!t->cgroup && t->domain) {
+                        resolve_guest(m, t, &ix, &scanned, &lookups);
+                        if (!t->cgroup)
+                                unresolved++;
+                }
                 for (size_t s = 0; metrics_sources[s]; s++) {
                         const struct metrics_source *src = metrics_sources[s];
                         if (src->node || (source_needs_cgroup(src) && !t->cgroup))
@@ -415,6 +418,8 @@ int metrics_collect(struct metrics *m, uint64_t now_ms, struct na_error *err)
                 if (t->lost) {
                         /* A cgroup directory went away (guest stopped): new counters when it is back. */
                         mtarget_close_res_files(t, t->lost);
+                        if (t->lost & (1u << CG_MEMORY))
+                                t->have_inactive = false;
                         if (t->lost & (1u << CG_CPU))
                                 t->cur.restarted |= MC_BIT(MC_CPU_NS);
                         if (t->lost & (1u << CG_IO))
@@ -422,6 +427,7 @@ int metrics_collect(struct metrics *m, uint64_t now_ms, struct na_error *err)
                         /* Its machine cgroup is gone: look the server up again at the next tick. */
                         if (!t->explicit_cgroup && (t->lost & (1u << CG_CPU))) {
                                 mtarget_close_files(t);
+                                t->have_inactive = false;
                                 t->cur.restarted |= MC_CGROUP_BITS;
                                 free(t->cgroup);
                                 t->cgroup = NULL;

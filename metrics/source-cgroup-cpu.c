@@ -3,7 +3,8 @@
 
 static unsigned read_cgroup_cpu(struct metrics *m, struct mtarget *t)
 {
-        char buf[1024];
+        /* usage_usec is cpu.stat's first line: the head of the file is enough. */
+        char buf[80];
         uint64_t v;
         if (!m->cg.res[CG_CPU].dir)
                 return 0;

@@ -10,17 +10,14 @@
 static void sum_v2(const char *buf, uint64_t *rd, uint64_t *wr)
 {
         /* "8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=5 dios=6" per device */
-        for (const char *p = buf; *p;) {
-                while (*p == ' ' || *p == '\n')
-                        p++;
-                const char *tok = p, *q;
-                while (*p && *p != ' ' && *p != '\n')
-                        p++;
-                uint64_t v;
-                if (strncmp(tok, "rbytes=", 7) == 0 && (q = tok + 7, mparse_u64(&q, &v)))
-                        *rd += v;
-                else if (strncmp(tok, "wbytes=", 7) == 0 && (q = tok + 7, mparse_u64(&q, &v)))
-                        *wr += v;
+        for (const char *p = buf; (p = strchr(p, ' ')); ) {
+                p++;
+                if ((p[0] == 'r' || p[0] == 'w') && strncmp(p + 1, "bytes=", 6) == 0) {
+                        const char *q = p + 7;
+                        uint64_t v;
+                        if (mparse_u64(&q, &v))
+                                *(p[0] == 'r' ? rd : wr) += v;
+                }
         }
 }
 

@@ -1,9 +1,11 @@
 /*
  * A guest's memory from its cgroup: used is the working set, usage minus the
  * inactive file cache the kernel reclaims first (memory.current - inactive_file on
- * v2, memory.usage_in_bytes - total_inactive_file on v1; plain usage when the stat
- * file cannot be read). The limit is the configured one, else the cgroup's
- * (memory.max / memory.limit_in_bytes) when it has one.
+ * v2, memory.usage_in_bytes - total_inactive_file on v1; plain usage until the stat
+ * file could be read). Usage is read at every tick; memory.stat, the costliest file
+ * of all and slow to move, every MEMORY_STAT_EVERY ticks (a sixth of the targets at
+ * each tick). The limit is the configured one, else the cgroup's (memory.max /
+ * memory.limit_in_bytes) when it has one.
  */
 #include "metrics/metrics-internal.h"
 
@@ -24,9 +26,13 @@ static unsigned read_cgroup_memory(struct metrics *m, struct mtarget *t)
             !mparse_u64(&p, &usage)) {
                 skipped++;
         } else {
-                if (mcgroup_read(m, t, CG_MEMORY, MF_MEM_STAT, "memory.stat", buf, sizeof(buf)) >= 0 &&
-                    mfind_u64(buf, v1 ? "total_inactive_file" : "inactive_file", &inactive))
-                        usage -= inactive < usage ? inactive : usage;
+                if (!t->have_inactive || (m->tick_seq + t->stat_phase) % MEMORY_STAT_EVERY == 0) {
+                        t->have_inactive = mcgroup_read(m, t, CG_MEMORY, MF_MEM_STAT, "memory.stat", buf,
+                                                        sizeof(buf)) >= 0 &&
+                                           mfind_u64(buf, v1 ? "total_inactive_file" : "inactive_file", &inactive);
+                        t->inactive_file = t->have_inactive ? inactive : 0;
+                }
+                usage -= t->inactive_file < usage ? t->inactive_file : usage;
                 t->cur.g[MG_MEM_USED] = usage;
                 t->cur.gvalid |= MG_BIT(MG_MEM_USED);
         }

@@ -28,12 +28,18 @@ static struct netdev_entry *slot_for(struct netdev_entry *e, size_t cap, const c
         return &e[i];
 }
 
-const struct netdev_entry *netdev_find(const struct netdev_table *tb, const char *name)
+const struct netdev_entry *netdev_find(const struct netdev_table *tb, const char *name, size_t *hint)
 {
         if (!tb->cap || !name[0])
                 return NULL;
+        if (hint && *hint < tb->cap && streq(tb->e[*hint].name, name))
+                return &tb->e[*hint];
         const struct netdev_entry *e = slot_for(tb->e, tb->cap, name);
-        return e->name[0] ? e : NULL;
+        if (!e->name[0])
+                return NULL;
+        if (hint)
+                *hint = (size_t)(e - tb->e);
+        return e;
 }
 
 void netdev_table_free(struct netdev_table *tb)

@@ -10,7 +10,7 @@ static unsigned read_tap(struct metrics *m, struct mtarget *t)
 {
         if (!t->ifname[0])
                 return 0;
-        const struct netdev_entry *e = netdev_find(&m->netdev, t->ifname);
+        const struct netdev_entry *e = netdev_find(&m->netdev, t->ifname, &t->netdev_hint);
         if (!e || e->seen != m->tick_seq) {
                 /* gone (guest stopped): a new device starts new counters */
                 t->cur.restarted |= MC_BIT(MC_NET_RX) | MC_BIT(MC_NET_TX);

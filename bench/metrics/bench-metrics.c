@@ -1,0 +1,587 @@
+/*
+ * What a metrics tick costs, beside one scrape of prometheus-node-exporter in the
+ * same run.
+ *
+ *  1. A fixture host on tmpfs: /proc (stat, meminfo, diskstats, pressure copied from
+ *     this host; net/dev with one tap per server), /sys/class/net, and a pure cgroup
+ *     v2 tree with one libvirt machine scope per server (cpu.stat, memory.current,
+ *     memory.stat, memory.max, io.stat as a 6.1 kernel writes them).
+ *  2. --guests servers tracked (found by libvirt domain name): the first tick (scan
+ *     and open) and then the median of --ticks ticks, wall and CPU time.
+ *  3. prometheus-node-exporter started on a loopback port, one warm-up scrape, then
+ *     the median of --ticks scrapes (plain HTTP GET), stopped.
+ *  4. Apps tracked up to --targets in all; a tick; the process's anonymous memory.
+ *
+ * History files go to --state (default /var/tmp), preallocated as in production.
+ * Targets: tick <= 0.2 x one node-exporter scrape; RssAnon <= 8 MB with 2,000 targets.
+ * It prints figures and never fails on them (no timed assertions); it fails only when
+ * it cannot run.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fileio.h"
+#include "common/json-cleanup.h"
+#include "common/names.h"
+#include "common/timeutil.h"
+#include "metrics/metrics.h"
+
+#define EXPORTER "/usr/bin/prometheus-node-exporter"
+
+static unsigned opt_guests = 1000, opt_targets = 2000, opt_ticks = 20;
+static bool opt_exporter = true;
+static unsigned opt_profile; /* --profile N: N more ticks on unchanged files, for perf record */
+static const char *opt_tmp = "/dev/shm", *opt_state = "/var/tmp";
+
+static void die(const char *fmt, ...) _printf_(1, 2);
+static void die(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("bench-metrics: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+        exit(1);
+}
+
+static double now_s(clockid_t c)
+{
+        struct timespec ts;
+        clock_gettime(c, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return (x > y) - (x < y);
+}
+
+static double median(double *v, unsigned n)
+{
+        qsort(v, n, sizeof(*v), cmp_double);
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- fixture ---- */
+
+static void mkdirs(const char *path)
+{
+        struct na_error err = NA_ERROR_INIT;
+        if (na_mkdir_p(path, 0755, &err) < 0)
+                die("%s", err.message);
+}
+
+static void put(const char *path, const char *text, size_t len)
+{
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+                *slash = '\0';
+                mkdirs(dir);
+        }
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, text, len) != (ssize_t)len)
+                die("write %s: %s", path, strerror(errno));
+        close(fd);
+}
+
+static void putf(const char *path, const char *fmt, ...) _printf_(2, 3);
+static void putf(const char *path, const char *fmt, ...)
+{
+        char *text;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vasprintf(&text, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                die("out of memory");
+        put(path, text, (size_t)n);
+        free(text);
+}
+
+static void copy_proc(const char *src, const char *dst, const char *fallback)
+{
+        char *data = NULL;
+        size_t len = 0;
+        struct na_error err = NA_ERROR_INIT;
+        if (na_read_file(src, 1 << 22, &data, &len, &err) < 0) {
+                na_error_clear(&err);
+                put(dst, fallback, strlen(fallback));
+                return;
+        }
+        put(dst, data, len);
+        free(data);
+}
+
+static void uuid_of(unsigned i, bool app, char *buf)
+{
+        snprintf(buf, 37, "%08x-%04x-4%03x-8%03x-%012x", i, app ? 0xa99u : 0x5e5u, i & 0xfff, (i >> 12) & 0xfff, i);
+}
+
+static const char *memory_stat =
+        "anon 524288000\nfile 104857600\nkernel 8388608\nkernel_stack 262144\npagetables 2097152\n"
+        "sec_pagetables 0\npercpu 4096\nsock 0\nvmalloc 0\nshmem 0\nzswap 0\nzswapped 0\nfile_mapped 8388608\n"
+        "file_dirty 0\nfile_writeback 0\nswapcached 0\nanon_thp 0\nfile_thp 0\nshmem_thp 0\n"
+        "inactive_anon 524288000\nactive_anon 4096\ninactive_file 52428800\nactive_file 52428800\n"
+        "unevictable 0\nslab_reclaimable 1048576\nslab_unreclaimable 2097152\nslab 3145728\n"
+        "workingset_refault_anon 0\nworkingset_refault_file 12\nworkingset_activate_anon 0\n"
+        "workingset_activate_file 3\nworkingset_restore_anon 0\nworkingset_restore_file 0\n"
+        "workingset_nodereclaim 0\npgscan 0\npgsteal 0\npgscan_kswapd 0\npgscan_direct 0\n"
+        "pgsteal_kswapd 0\npgsteal_direct 0\npgfault 123456\npgmajfault 12\npgrefill 0\npgactivate 7\n"
+        "pgdeactivate 0\npglazyfree 0\npglazyfreed 0\nzswpin 0\nzswpout 0\nthp_fault_alloc 0\n"
+        "thp_collapse_alloc 0\n";
+
+static void write_cgroup(const char *dir, unsigned i, unsigned tick)
+{
+        char p[PATH_MAX];
+        snprintf(p, sizeof(p), "%s/cpu.stat", dir);
+        putf(p,
+             "usage_usec %u\nuser_usec %u\nsystem_usec %u\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n"
+             "nr_bursts 0\nburst_usec 0\n",
+             1000000u + i * 1000u + tick * 500000u, 900000u, 100000u);
+        snprintf(p, sizeof(p), "%s/memory.current", dir);
+        putf(p, "%u\n", 629145600u + i);
+        snprintf(p, sizeof(p), "%s/memory.stat", dir);
+        put(p, memory_stat, strlen(memory_stat));
+        snprintf(p, sizeof(p), "%s/memory.max", dir);
+        putf(p, "max\n");
+        snprintf(p, sizeof(p), "%s/io.stat", dir);
+        putf(p,
+             "253:0 rbytes=%u wbytes=%u rios=100 wios=200 dbytes=0 dios=0\n"
+             "8:0 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n",
+             1048576u * (1 + tick), 2097152u * (1 + tick));
+}
+
+static void scope_dir(const char *cg, unsigned i, char *buf, size_t len)
+{
+        char id[40], esc[128];
+        uuid_of(i, false, id);
+        /* systemd escaping of "qemu-<n>-vps-<uuid>": every '-' is \x2d */
+        size_t o = 0;
+        for (const char *s = id; *s && o + 5 < sizeof(esc); s++) {
+                if (*s == '-') {
+                        memcpy(esc + o, "\\x2d", 4);
+                        o += 4;
+                } else {
+                        esc[o++] = *s;
+                }
+        }
+        esc[o] = '\0';
+        snprintf(buf, len, "%s/machine.slice/machine-qemu\\x2d%u\\x2dvps\\x2d%s.scope", cg, i + 1, esc);
+}
+
+static void app_dir(const char *cg, unsigned i, char *buf, size_t len)
+{
+        char id[40];
+        uuid_of(i, true, id);
+        snprintf(buf, len, "%s/system.slice/crun-%s.scope", cg, id);
+}
+
+static void write_netdev(const char *root, unsigned guests, unsigned tick)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/proc/net/dev", root);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        fputs("Inter-|   Receive                                                |  Transmit\n"
+              " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo "
+              "colls carrier compressed\n"
+              "    lo: 123456789  654321    0    0    0     0          0         0 123456789  654321    0    0    0  "
+              "   0       0          0\n",
+              f);
+        fprintf(f,
+                "  eth0: %llu 99999999    0    0    0     0          0      1234 %llu 88888888    0    0    0     0  "
+                "     0          0\n",
+                900000000000ULL + tick * 12500000ULL, 800000000000ULL + tick * 6250000ULL);
+        for (unsigned i = 0; i < guests; i++) {
+                char id[40], ifname[NA_IFNAME_LEN];
+                uuid_of(i, false, id);
+                na_vps_ifname(id, ifname);
+                fprintf(f,
+                        "%s: %10llu %8u    0    0    0     0          0         0 %10llu %8u    0    0    0     0  "
+                        "     0          0\n",
+                        ifname, 1000000ULL + i + tick * 10000ULL, 1000 + i, 2000000ULL + i + tick * 20000ULL,
+                        2000 + i);
+        }
+        fclose(f);
+        put(path, text, len);
+        free(text);
+}
+
+static void build_fixture(const char *root, unsigned guests, unsigned apps)
+{
+        char p[PATH_MAX], cg[PATH_MAX];
+        static const char *const proc_files[] = { "stat", "meminfo", "diskstats", "pressure/cpu", "pressure/memory",
+                                                  "pressure/io", NULL };
+        for (size_t i = 0; proc_files[i]; i++) {
+                char src[PATH_MAX];
+                snprintf(src, sizeof(src), "/proc/%s", proc_files[i]);
+                snprintf(p, sizeof(p), "%s/proc/%s", root, proc_files[i]);
+                copy_proc(src, p,
+                          strncmp(proc_files[i], "pressure", 8) == 0
+                                  ? "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+                                    "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+                                  : "");
+        }
+        write_netdev(root, guests, 0);
+        snprintf(p, sizeof(p), "%s/sys/class/net/eth0/device", root);
+        mkdirs(p);
+
+        snprintf(cg, sizeof(cg), "%s/cgroup", root);
+        snprintf(p, sizeof(p), "%s/cgroup.controllers", cg);
+        putf(p, "cpuset cpu io memory hugetlb pids rdma misc\n");
+        snprintf(p, sizeof(p), "%s/cpu.stat", cg);
+        putf(p, "usage_usec 1\nuser_usec 1\nsystem_usec 0\n");
+        for (unsigned i = 0; i < guests; i++) {
+                scope_dir(cg, i, p, sizeof(p));
+                write_cgroup(p, i, 0);
+        }
+        for (unsigned i = 0; i < apps; i++) {
+                app_dir(cg, i, p, sizeof(p));
+                write_cgroup(p, i, 0);
+        }
+}
+
+/* The next tick's counters: every server's cpu.stat and io.stat, and net/dev. */
+static void advance_fixture(const char *root, unsigned guests, unsigned tick)
+{
+        char cg[PATH_MAX], p[PATH_MAX];
+        snprintf(cg, sizeof(cg), "%s/cgroup", root);
+        for (unsigned i = 0; i < guests; i++) {
+                scope_dir(cg, i, p, sizeof(p));
+                write_cgroup(p, i, tick);
+        }
+        write_netdev(root, guests, tick);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st;
+        (void)ftw;
+        return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static int rm_tree(const char *path)
+{
+        return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* ---- node-exporter ---- */
+
+static int free_port(void)
+{
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t l = sizeof(a);
+        if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || getsockname(s, (struct sockaddr *)&a, &l) < 0)
+                die("no free port: %s", strerror(errno));
+        close(s);
+        return ntohs(a.sin_port);
+}
+
+/* One GET /metrics; returns the body size, or -1. */
+static long scrape(int port)
+{
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) {
+                if (s >= 0)
+                        close(s);
+                return -1;
+        }
+        static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+        if (write(s, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1) {
+                close(s);
+                return -1;
+        }
+        char buf[65536];
+        long total = 0;
+        bool ok = false;
+        ssize_t n;
+        while ((n = read(s, buf, sizeof(buf))) > 0) {
+                if (total == 0 && n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0)
+                        ok = true;
+                total += n;
+        }
+        close(s);
+        return ok ? total : -1;
+}
+
+static double proc_cpu_s(pid_t pid)
+{
+        char path[64], buf[2048];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        unsigned long long ut = 0, st = 0;
+        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+                return 0;
+        return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+struct exporter {
+        pid_t pid;
+        int port;
+        double cpu0;
+        double warmup_ms;
+        long bytes;
+};
+
+/* Start node-exporter on a free loopback port and wait for its first (warm-up) answer. */
+static bool exporter_start(struct exporter *ex)
+{
+        if (access(EXPORTER, X_OK) < 0) {
+                printf("node-exporter: %s not found, not compared\n", EXPORTER);
+                return false;
+        }
+        ex->port = free_port();
+        char listen[64];
+        snprintf(listen, sizeof(listen), "--web.listen-address=127.0.0.1:%d", ex->port);
+        char *argv[] = { (char *)EXPORTER, listen, NULL };
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        int r = posix_spawn(&ex->pid, EXPORTER, &fa, NULL, argv, NULL);
+        posix_spawn_file_actions_destroy(&fa);
+        if (r != 0) {
+                printf("node-exporter: cannot start: %s\n", strerror(r));
+                return false;
+        }
+        for (int i = 0; i < 200; i++) {
+                struct timespec ts = { 0, 50000000 };
+                nanosleep(&ts, NULL);
+                double t0 = now_s(CLOCK_MONOTONIC);
+                if ((ex->bytes = scrape(ex->port)) > 0) {
+                        ex->warmup_ms = (now_s(CLOCK_MONOTONIC) - t0) * 1000;
+                        ex->cpu0 = proc_cpu_s(ex->pid);
+                        return true;
+                }
+        }
+        printf("node-exporter: no answer on 127.0.0.1:%d\n", ex->port);
+        kill(ex->pid, SIGTERM);
+        while (waitpid(ex->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return false;
+}
+
+/* Its CPU time since the warm-up, in seconds; then stop it. */
+static double exporter_stop(struct exporter *ex)
+{
+        double cpu = proc_cpu_s(ex->pid) - ex->cpu0;
+        kill(ex->pid, SIGTERM);
+        while (waitpid(ex->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return cpu;
+}
+
+/* ---- the collector ---- */
+
+static long status_kb(const char *key)
+{
+        char *data = NULL;
+        size_t len;
+        struct na_error err = NA_ERROR_INIT;
+        if (na_read_file("/proc/self/status", 1 << 16, &data, &len, &err) < 0) {
+                na_error_clear(&err);
+                return -1;
+        }
+        long v = -1;
+        char *p = strstr(data, key);
+        if (p)
+                sscanf(p + strlen(key), " %ld", &v);
+        free(data);
+        return v;
+}
+
+static void tick(struct metrics *m, uint64_t at_ms, double *wall_ms, double *cpu_ms)
+{
+        struct na_error err = NA_ERROR_INIT;
+        double w = now_s(CLOCK_MONOTONIC), c = now_s(CLOCK_PROCESS_CPUTIME_ID);
+        if (metrics_collect(m, at_ms, &err) < 0)
+                die("collect: %s", err.message);
+        *wall_ms = (now_s(CLOCK_MONOTONIC) - w) * 1000;
+        *cpu_ms = (now_s(CLOCK_PROCESS_CPUTIME_ID) - c) * 1000;
+}
+
+static void usage(void)
+{
+        fprintf(stderr, "usage: bench-metrics [--guests N] [--targets N] [--ticks N] [--no-exporter] [--profile N] [--tmp DIR] "
+                        "[--state DIR]\n");
+        exit(2);
+}
+
+int main(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++) {
+                if (streq(argv[i], "--guests") && i + 1 < argc)
+                        opt_guests = (unsigned)strtoul(argv[++i], NULL, 10);
+                else if (streq(argv[i], "--targets") && i + 1 < argc)
+                        opt_targets = (unsigned)strtoul(argv[++i], NULL, 10);
+                else if (streq(argv[i], "--ticks") && i + 1 < argc)
+                        opt_ticks = (unsigned)strtoul(argv[++i], NULL, 10);
+                else if (streq(argv[i], "--profile") && i + 1 < argc)
+                        opt_profile = (unsigned)strtoul(argv[++i], NULL, 10);
+                else if (streq(argv[i], "--no-exporter"))
+                        opt_exporter = false;
+                else if (streq(argv[i], "--tmp") && i + 1 < argc)
+                        opt_tmp = argv[++i];
+                else if (streq(argv[i], "--state") && i + 1 < argc)
+                        opt_state = argv[++i];
+                else
+                        usage();
+        }
+        if (opt_ticks < 1)
+                opt_ticks = 1;
+        if (opt_targets < opt_guests)
+                opt_targets = opt_guests;
+        unsigned apps = opt_targets - opt_guests;
+
+        /* As the daemon should: all the descriptors the hard limit allows. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+        }
+
+        char root[PATH_MAX], state[PATH_MAX];
+        snprintf(root, sizeof(root), "%s/na-bench-metrics-XXXXXX", opt_tmp);
+        snprintf(state, sizeof(state), "%s/na-bench-metrics-state-XXXXXX", opt_state);
+        if (!mkdtemp(root) || !mkdtemp(state))
+                die("mkdtemp: %s", strerror(errno));
+
+        double t = now_s(CLOCK_MONOTONIC);
+        build_fixture(root, opt_guests, apps);
+        printf("fixture: %u servers (v2 machine scopes), %u apps, /proc copied from this host, on %s (%.0f ms)\n",
+               opt_guests, apps, opt_tmp, (now_s(CLOCK_MONOTONIC) - t) * 1000);
+
+        char proc[PATH_MAX + 8], sys[PATH_MAX + 8], cg[PATH_MAX + 8];
+        snprintf(proc, sizeof(proc), "%s/proc", root);
+        snprintf(sys, sizeof(sys), "%s/sys", root);
+        snprintf(cg, sizeof(cg), "%s/cgroup", root);
+        struct metrics_options o = { .state_dir = state, .proc_root = proc, .sys_root = sys, .cgroup_root = cg };
+        struct na_error err = NA_ERROR_INIT;
+        struct metrics *m = NULL;
+        if (metrics_open(&o, &m, &err) < 0)
+                die("open: %s", err.message);
+
+        t = now_s(CLOCK_MONOTONIC);
+        for (unsigned i = 0; i < opt_guests; i++) {
+                char id[40];
+                uuid_of(i, false, id);
+                struct metrics_target_spec s = { .kind = METRICS_VPS, .id = id, .vcpus = 2,
+                                                 .memory_limit_bytes = 2ULL << 30 };
+                if (metrics_track(m, &s, &err) < 0)
+                        die("track: %s", err.message);
+        }
+        printf("track: %u servers in %.1f ms (history files created in %s)\n", opt_guests,
+               (now_s(CLOCK_MONOTONIC) - t) * 1000, opt_state);
+
+        uint64_t at = na_now_real_ms();
+        double first_wall, first_cpu;
+        tick(m, at, &first_wall, &first_cpu);
+        for (unsigned k = 0; k < opt_profile; k++) {
+                double w, c;
+                tick(m, at + 10000ULL * (k + 1), &w, &c);
+        }
+        at += 10000ULL * opt_profile;
+
+        /* Ticks and scrapes alternate, so both see the machine in the same state. */
+        struct exporter ex = { 0 };
+        bool exporter = opt_exporter && exporter_start(&ex);
+        double *wall = calloc(opt_ticks, sizeof(double)), *cpu = calloc(opt_ticks, sizeof(double));
+        double *swall = calloc(opt_ticks, sizeof(double));
+        for (unsigned k = 0; k < opt_ticks; k++) {
+                advance_fixture(root, opt_guests, k + 1);
+                tick(m, at + 10000ULL * (k + 1), &wall[k], &cpu[k]);
+                if (exporter) {
+                        double a = now_s(CLOCK_MONOTONIC);
+                        if ((ex.bytes = scrape(ex.port)) < 0)
+                                die("node-exporter: scrape failed");
+                        swall[k] = (now_s(CLOCK_MONOTONIC) - a) * 1000;
+                }
+        }
+        double scrape_cpu_ms = exporter ? exporter_stop(&ex) * 1000 / opt_ticks : 0;
+        at += 10000ULL * opt_ticks;
+
+        struct metrics_stats st;
+        metrics_stats(m, &st);
+        double tick_wall = median(wall, opt_ticks), tick_cpu = median(cpu, opt_ticks);
+        printf("tick: %u servers + node: first %.2f ms (lookup and open); then median of %u: %.3f ms wall, %.3f ms "
+               "CPU (unresolved %u, skipped values %llu)\n",
+               opt_guests, first_wall, opt_ticks, tick_wall, tick_cpu, st.unresolved,
+               (unsigned long long)st.values_skipped);
+        if (exporter) {
+                double scrape_wall = median(swall, opt_ticks);
+                printf("node-exporter %s: one scrape (median of %u, %ld bytes): %.3f ms wall, %.2f ms CPU (mean); "
+                       "warm-up %.3f ms\n",
+                       EXPORTER, opt_ticks, ex.bytes, scrape_wall, scrape_cpu_ms, ex.warmup_ms);
+                printf("ratio: tick / scrape = %.3f wall, %.3f CPU (target <= 0.2)\n", tick_wall / scrape_wall,
+                       scrape_cpu_ms > 0 ? tick_cpu / scrape_cpu_ms : 0.0);
+        }
+
+        /* Up to --targets: the rest as apps with explicit cgroups. */
+        for (unsigned i = 0; i < apps; i++) {
+                char id[40], dir[PATH_MAX];
+                uuid_of(i, true, id);
+                app_dir("", i, dir, sizeof(dir));
+                struct metrics_target_spec s = { .kind = METRICS_APP, .id = id, .cgroup = dir, .vcpus = 1 };
+                if (metrics_track(m, &s, &err) < 0)
+                        die("track: %s", err.message);
+        }
+        double w2 = 0, c2 = 0;
+        for (unsigned k = 0; k < 3; k++)
+                tick(m, at + 10000ULL * (k + 1), &w2, &c2);
+        json_t *latest = metrics_latest_json(m);
+        size_t reported = json_array_size(latest);
+        json_decref(latest);
+        char *text = NULL;
+        size_t text_len = 0;
+        FILE *out = open_memstream(&text, &text_len);
+        metrics_prometheus_render(m, out, &err);
+        fclose(out);
+        free(text);
+        metrics_stats(m, &st);
+        long anon = status_kb("RssAnon:"), file = status_kb("RssFile:"), shmem = status_kb("RssShmem:");
+        printf("tick: %u targets + node: %.3f ms wall, %.3f ms CPU; report %zu samples, prometheus %zu bytes\n",
+               st.targets - 1, w2, c2, reported, text_len);
+        printf("memory: %u targets tracked: RssAnon %.2f MB (target <= 8 MB), RssFile %.2f MB, RssShmem %.2f MB; "
+               "history %u x 262144 bytes on disk\n",
+               st.targets - 1, anon / 1024.0, file / 1024.0, shmem / 1024.0, st.targets);
+
+        metrics_close(m);
+        free(wall);
+        free(cpu);
+        free(swall);
+        rm_tree(root);
+        rm_tree(state);
+        return 0;
+}
