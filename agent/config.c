@@ -1,10 +1,12 @@
 #include "agent/config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "agent/log.h"
@@ -89,6 +91,55 @@ void config_free(struct agent_config *cfg)
         free(cfg);
 }
 
+/*
+ * Whether authority ("HOST", "HOST:PORT", "[V6]:PORT") names a loopback host: localhost,
+ * an IPv4 address in 127.0.0.0/8 or ::1. A name that merely starts like one
+ * ("127.0.0.1.example.net", "localhost.example.net") or userinfo ("localhost@host")
+ * is not. *has_port tells whether a valid port followed.
+ */
+static bool authority_is_loopback(const char *authority, size_t len, bool *has_port)
+{
+        char buf[256];
+        *has_port = false;
+        if (len == 0 || len >= sizeof(buf))
+                return false;
+        memcpy(buf, authority, len);
+        buf[len] = '\0';
+        if (strchr(buf, '@'))
+                return false;
+        char *host = buf, *port = NULL;
+        if (host[0] == '[') {
+                char *end = strchr(host, ']');
+                if (!end || (end[1] && end[1] != ':'))
+                        return false;
+                *end = '\0';
+                host++;
+                port = end[1] == ':' ? end + 2 : NULL;
+        } else {
+                char *colon = strchr(host, ':');
+                if (colon) {
+                        *colon = '\0';
+                        port = colon + 1;
+                }
+        }
+        if (port) {
+                char *end;
+                long v = strtol(port, &end, 10);
+                if (!isdigit((unsigned char)*port) || *end || v < 1 || v > 65535)
+                        return false;
+                *has_port = true;
+        }
+        struct in_addr a4;
+        struct in6_addr a6;
+        if (strcasecmp(host, "localhost") == 0)
+                return true;
+        if (inet_pton(AF_INET, host, &a4) == 1)
+                return (ntohl(a4.s_addr) >> 24) == 127;
+        if (inet_pton(AF_INET6, host, &a6) == 1)
+                return IN6_IS_ADDR_LOOPBACK(&a6);
+        return false;
+}
+
 /* Parse value for def into cfg; returns NULL or the reason it is refused. */
 static const char *set_value(struct agent_config *cfg, const struct key_def *def, const char *value, char *why,
                              size_t why_len)
@@ -151,7 +202,8 @@ static const char *set_value(struct agent_config *cfg, const struct key_def *def
                 long port = strtol(colon + 1, &end, 10);
                 if (*end || port < 1 || port > 65535)
                         return "port must be 1..65535";
-                if (strncmp(value, "127.", 4) != 0 && strncmp(value, "[::1]:", 6) != 0 && strncmp(value, "localhost:", 10) != 0)
+                bool has_port;
+                if (!authority_is_loopback(value, strlen(value), &has_port) || !has_port)
                         return "must be a loopback address (127.0.0.0/8, [::1] or localhost)";
                 break;
         }
@@ -333,7 +385,8 @@ int config_load(const char *path, FILE *report, unsigned *problems, struct agent
                         PROBLEM(seen_line[ui], "url", "plain http:// needs allow_insecure_http = true (loopback only)");
                 else {
                         const char *host = cfg->url + 7;
-                        if (strncmp(host, "127.", 4) != 0 && strncmp(host, "localhost", 9) != 0 && strncmp(host, "[::1]", 5) != 0)
+                        bool has_port;
+                        if (!authority_is_loopback(host, strcspn(host, "/?#"), &has_port))
                                 PROBLEM(seen_line[ui], "url", "plain http:// is allowed only to a loopback address");
                 }
         }
