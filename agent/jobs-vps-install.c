@@ -99,7 +99,7 @@ static int reinstall_run(struct job_ctx *ctx, void *params, json_t **ret, struct
                          : req->inputs_op == PROTO_VPS_KEEP ? cur.inputs
                                                              : NULL;
         enum proto_vps_os os;
-        if ((r = j.vm->template_lookup(j.conn, template_id, image_slug, NULL, inputs, &reinstall_fields, &os, err)) < 0)
+        if ((r = j.vm->template_lookup(j.conn, template_id, image_slug, NULL, NULL, &reinstall_fields, &os, err)) < 0)
                 return r;
         struct proto_vps_install_state state = {
                 .hostname = cur.hostname,
@@ -110,9 +110,12 @@ static int reinstall_run(struct job_ctx *ctx, void *params, json_t **ret, struct
                 .n_ssh_keys = cur.n_ssh_keys,
                 .ssh_key_id = cur.ssh_key_id[0] ? cur.ssh_key_id : NULL,
         };
+        /* Every problem at once: the credential rules, then the inputs against the template. */
         struct proto_vps_install inst;
-        if ((r = proto_vps_reinstall_resolve(req, &state, os, &inst, err)) < 0)
-                return r;
+        int rules = proto_vps_reinstall_resolve(req, &state, os, &inst, err);
+        int fits = j.vm->template_lookup(j.conn, template_id, image_slug, NULL, inputs, &reinstall_fields, NULL, err);
+        if (rules < 0 || fits < 0)
+                return rules < 0 ? rules : fits;
         if ((r = j.vm->reinstall(j.conn, j.id, &inst, &j.progress, err)) < 0)
                 return r;
         job_progress(ctx, "done", 100, "reinstalled from %s %s", inst.template_id, inst.image_slug);

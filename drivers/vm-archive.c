@@ -101,6 +101,27 @@ int vm_archive_compress(const char *src, const char *dst, const struct vm_progre
         return 0;
 }
 
+/*
+ * The stream does not decode: say whether the file differs from its recorded
+ * checksum (hashing the rest of it) or is damaged in a way the checksum missed.
+ */
+static int damaged(int in, EVP_MD_CTX *md, char *buf, size_t cap, const char *src, const char *expected_sha256,
+                   const char *why, struct na_error *err)
+{
+        ssize_t n;
+        while ((n = read_some(in, buf, cap)) > 0)
+                EVP_DigestUpdate(md, buf, (size_t)n);
+        unsigned char d[32];
+        unsigned int dl = 0;
+        char hex[65];
+        EVP_DigestFinal_ex(md, d, &dl);
+        vm_sha256_hex(d, hex);
+        if (n == 0 && expected_sha256 && !streq(hex, expected_sha256))
+                return na_error_set(err, EBADMSG, NA_E_INTERNAL, "%s: sha256 %s does not match the recorded %s", src,
+                                    hex, expected_sha256);
+        return na_error_set(err, EBADMSG, NA_E_INTERNAL, "decompress %s: %s", src, why);
+}
+
 int vm_archive_decompress(const char *src, const char *dst, const char *expected_sha256,
                           const struct vm_progress *progress, struct na_error *err)
 {
@@ -135,8 +156,8 @@ int vm_archive_decompress(const char *src, const char *dst, const char *expected
                         ZSTD_outBuffer ob = { obuf, out_cap, 0 };
                         pending = ZSTD_decompressStream(dctx, &ob, &ib);
                         if (ZSTD_isError(pending))
-                                return na_error_set(err, EBADMSG, NA_E_INTERNAL, "decompress %s: %s", src,
-                                                    ZSTD_getErrorName(pending));
+                                return damaged(in, md, ibuf, in_cap, src, expected_sha256, ZSTD_getErrorName(pending),
+                                               err);
                         int r = write_all(out, obuf, ob.pos, dst, err);
                         if (r < 0)
                                 return r;

@@ -340,9 +340,11 @@ static int resume_run(struct vm_conn *c, unsigned *ret_started, struct na_error 
                 const char *id = name + 4;
                 struct vm_meta m;
                 struct na_error e = NA_ERROR_INIT;
-                bool want = vm_meta_load(c->meta_dir, id, &m, &e) == 0 && m.want_running && !m.installing;
-                if (want || na_error_is_set(&e))
+                bool want = false;
+                if (vm_meta_load(c->meta_dir, id, &m, &e) == 0) {
+                        want = m.want_running && !m.installing;
                         vm_meta_clear(&m);
+                }
                 na_error_clear(&e);
                 if (!want)
                         continue;
