@@ -1,0 +1,155 @@
+#!/bin/sh
+# The systemd unit (packaging/nodeagent.service):
+#  - every setting has a comment line right above it (or continues a run of the same key);
+#  - the settings the daemon relies on are there with the right values, and the ones
+#    deliberately left out are absent and explained;
+#  - TimeoutStopSec leaves room for the default drain_timeout_sec plus the grace;
+#  - its SystemCallFilter refuses at least every call agent/sandbox.c refuses;
+#  - `systemd-analyze verify` accepts it without a word, on a copy whose ExecStart
+#    names the built daemon and with the built man pages on MANPATH (the unit's
+#    Documentation= lines are checked too);
+#  - `systemd-analyze security --offline=yes` rates it (figure printed, must stay < 4.0).
+. "$(dirname "$0")/lib.sh"
+
+: "${NA_NODEAGENTD:?NA_NODEAGENTD not set}"
+UNIT=$PKG_SRC/nodeagent.service
+make_scratch
+
+# 1. A comment above every setting.
+awk '
+/^\[/ { prev = ""; prevkey = ""; next }
+/^[A-Za-z]+=/ {
+	key = $0; sub(/=.*/, "", key)
+	if (key != "Description" && key != "Documentation" && prev !~ /^#/ && key != prevkey)
+		printf "line %d: %s= has no comment line above it\n", NR, key
+	prevkey = key; prev = $0; next
+}
+{ prev = $0; prevkey = "" }
+' "$UNIT" >"$SCRATCH/uncommented"
+while read -r l; do fail "$l"; done <"$SCRATCH/uncommented"
+
+# 2. Settings the daemon and the brief rely on.
+value_of() {
+	sed -n "s/^$1=//p" "$UNIT" | tr '\n' ' ' | sed 's/ $//'
+}
+expect() {
+	got=$(value_of "$1")
+	[ "$got" = "$2" ] || fail "$1=$got, want $1=$2"
+}
+expect Type notify
+expect NotifyAccess main
+expect Restart on-failure
+expect KillMode mixed
+expect StateDirectory nodeagent
+expect StateDirectoryMode 0700
+expect RuntimeDirectory nodeagent
+expect ConfigurationDirectory nodeagent
+expect ProtectSystem strict
+expect ProtectHome yes
+expect PrivateTmp yes
+expect NoNewPrivileges yes
+expect RestrictAddressFamilies "AF_UNIX AF_INET AF_INET6 AF_NETLINK"
+expect LockPersonality yes
+expect RestrictRealtime yes
+expect ProtectKernelModules yes
+expect ProtectKernelLogs yes
+expect SystemCallArchitectures native
+expect RestartPreventExitStatus 2
+expect ExecStart "/usr/sbin/nodeagentd -c /etc/nodeagent/nodeagent.conf"
+expect WantedBy multi-user.target
+case " $(value_of CapabilityBoundingSet) " in
+*" CAP_NET_ADMIN "*) ;;
+*) fail "CapabilityBoundingSet lacks CAP_NET_ADMIN (nftables)" ;;
+esac
+for cap in CAP_SYS_ADMIN CAP_SYS_MODULE CAP_SYS_TIME CAP_SYS_PTRACE CAP_SYS_RAWIO CAP_SETUID; do
+	case " $(value_of CapabilityBoundingSet) " in
+	*" $cap "*) fail "CapabilityBoundingSet keeps $cap" ;;
+	esac
+done
+# Options that would break libvirt, devices, cgroups or the controller: absent, explained.
+for opt in PrivateDevices ProtectControlGroups PrivateNetwork PrivateUsers ProtectClock; do
+	grep -q "^$opt=" "$UNIT" && fail "$opt= is set; it breaks the agent (see the unit's comments)"
+	grep -q "^#.*$opt=" "$UNIT" || fail "$opt= is not set but the unit does not say why"
+done
+
+# 3. Stop timeout above drain_timeout_sec's default plus the daemon's grace.
+to_sec() {
+	case $1 in
+	*min) echo $((${1%min} * 60)) ;;
+	*s) echo "${1%s}" ;;
+	*) echo "$1" ;;
+	esac
+}
+drain=$(config_keys | awk '$2 == "drain_timeout_sec" { gsub(/"/, "", $4); print $4 }')
+grace_ms=$(sed -n 's/^#define DRAIN_GRACE_MS \([0-9]*\).*/\1/p' "$NA_SOURCE_DIR/agent/daemon.c")
+[ -n "$drain" ] && [ -n "$grace_ms" ] || die "cannot read drain_timeout_sec's default or DRAIN_GRACE_MS"
+stop=$(to_sec "$(value_of TimeoutStopSec)")
+need=$((drain + grace_ms / 1000))
+if [ "$stop" -gt "$need" ]; then
+	info "TimeoutStopSec=${stop}s > drain ${drain}s + grace $((grace_ms / 1000))s"
+else
+	fail "TimeoutStopSec=${stop}s does not exceed drain_timeout_sec ($drain s) + grace (${grace_ms} ms)"
+fi
+watchdog=$(to_sec "$(value_of WatchdogSec)")
+[ "${watchdog:-0}" -ge 10 ] || fail "WatchdogSec must be set (>= 10 s), is '$(value_of WatchdogSec)'"
+
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+	[ "$failures" -eq 0 ] || finish
+	skip "systemd-analyze not installed (the static checks above passed)"
+fi
+
+# 4. The unit's system call deny list covers the agent's own (agent/sandbox.c).
+sed -n '/^static const char \*const denied\[\] = {/,/^};/p' "$NA_SOURCE_DIR/agent/sandbox.c" |
+	sed 's,/\*.*\*/,,' | grep -o '"[a-z_0-9]*"' | tr -d '"' | sort -u >"$SCRATCH/agent-denied"
+[ "$(wc -l <"$SCRATCH/agent-denied")" -ge 10 ] || die "cannot read the denied[] list of agent/sandbox.c"
+: >"$SCRATCH/unit-denied"
+for item in $(sed -n 's/^SystemCallFilter=~//p' "$UNIT"); do
+	case $item in
+	@*) systemd-analyze syscall-filter "$item" | sed -n 's/^ \{4\}\([a-z_0-9]*\)$/\1/p' >>"$SCRATCH/unit-denied" ;;
+	*) echo "$item" >>"$SCRATCH/unit-denied" ;;
+	esac
+done
+sort -u -o "$SCRATCH/unit-denied" "$SCRATCH/unit-denied"
+missing=$(comm -23 "$SCRATCH/agent-denied" "$SCRATCH/unit-denied" | tr '\n' ' ')
+if [ -z "$missing" ]; then
+	info "SystemCallFilter refuses $(wc -l <"$SCRATCH/unit-denied") calls, all $(wc -l <"$SCRATCH/agent-denied") of agent/sandbox.c's among them"
+else
+	fail "SystemCallFilter does not refuse what agent/sandbox.c refuses: $missing"
+fi
+
+# 5. systemd-analyze verify, silent.
+[ -x "$NA_NODEAGENTD" ] || die "$NA_NODEAGENTD is not built"
+mkdir -p "$SCRATCH/unit" "$SCRATCH/man/man5" "$SCRATCH/man/man8"
+sed "s|^ExecStart=/usr/sbin/nodeagentd |ExecStart=$NA_NODEAGENTD |" "$UNIT" >"$SCRATCH/unit/nodeagent.service"
+grep -q "^ExecStart=$NA_NODEAGENTD " "$SCRATCH/unit/nodeagent.service" || die "could not point ExecStart at the built daemon"
+man_dir=$NA_BUILD_DIR/packaging/man
+for page in nodeagentd.8 nodeagentctl.8 nodeagent.conf.5; do
+	[ -f "$man_dir/$page.gz" ] || die "$man_dir/$page.gz not built (target nodeagent-man)"
+	cp "$man_dir/$page.gz" "$SCRATCH/man/man${page##*.}/"
+done
+set +e
+(cd "$SCRATCH/unit" && MANPATH=$SCRATCH/man SYSTEMD_LOG_LEVEL=notice systemd-analyze verify ./nodeagent.service) \
+	>"$SCRATCH/verify" 2>&1
+rc=$?
+set -e
+if [ "$rc" -ne 0 ] || [ -s "$SCRATCH/verify" ]; then
+	fail "systemd-analyze verify (exit $rc):"
+	sed 's/^/    /' "$SCRATCH/verify" >&2
+else
+	info "systemd-analyze verify: clean"
+fi
+
+# 6. Exposure rating (offline analysis of the unit file).
+if systemd-analyze security --offline=yes "$SCRATCH/unit/nodeagent.service" >"$SCRATCH/security" 2>&1; then
+	level=$(sed -n 's/.*Overall exposure level for nodeagent.service: \([0-9.]*\).*/\1/p' "$SCRATCH/security")
+	if [ -z "$level" ]; then
+		fail "systemd-analyze security printed no exposure level: $(tail -3 "$SCRATCH/security")"
+	else
+		info "systemd-analyze security --offline=yes: exposure $level (0 = locked down, 10 = unprotected)"
+		awk -v l="$level" 'BEGIN { exit !(l < 4.0) }' || fail "exposure level $level is not below 4.0"
+	fi
+else
+	info "systemd-analyze security --offline is not supported here; rating skipped"
+fi
+
+finish
