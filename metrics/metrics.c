@@ -1,9 +1,12 @@
 /* The collector: targets, one tick over every source, latest samples and queries. */
 #include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fileio.h"
@@ -252,6 +255,57 @@ void metrics_close(struct metrics *m)
         pthread_mutex_destroy(&m->collect_lock);
         pthread_mutex_destroy(&m->data_lock);
         free(m);
+}
+
+void metrics_set_interval(struct metrics *m, unsigned interval_sec)
+{
+        pthread_mutex_lock(&m->data_lock);
+        m->interval_sec = interval_sec ? interval_sec : 10;
+        pthread_mutex_unlock(&m->data_lock);
+}
+
+/* "<kind>-<uuid>.hist" or "node.hist": the target a history file belongs to. */
+static bool parse_history_name(const char *name, enum metrics_kind *kind, char id[NA_UUID_STRLEN + 1])
+{
+        if (streq(name, "node.hist")) {
+                *kind = METRICS_NODE;
+                snprintf(id, NA_UUID_STRLEN + 1, "%s", NODE_ID);
+                return true;
+        }
+        for (int k = METRICS_VPS; k <= METRICS_APP; k++) {
+                size_t kl = strlen(metrics_kind_names[k]);
+                if (strncmp(name, metrics_kind_names[k], kl) != 0 || name[kl] != '-' ||
+                    strlen(name) != kl + 1 + NA_UUID_STRLEN + 5 || !streq(name + kl + 1 + NA_UUID_STRLEN, ".hist"))
+                        continue;
+                snprintf(id, NA_UUID_STRLEN + 1, "%.*s", NA_UUID_STRLEN, name + kl + 1);
+                *kind = (enum metrics_kind)k;
+                return na_uuid_valid(id);
+        }
+        return false;
+}
+
+int metrics_prune(struct metrics *m, uint64_t now_ms, struct na_error *err)
+{
+        const int64_t keep_ms = 31LL * 86400 * 1000;
+        DIR *d = opendir(m->hist_dir);
+        if (!d)
+                return na_error_sys(err, errno, "metrics: %s", m->hist_dir);
+        int removed = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                enum metrics_kind kind;
+                char id[NA_UUID_STRLEN + 1];
+                struct stat st;
+                if (!parse_history_name(de->d_name, &kind, id) || kind == METRICS_NODE ||
+                    metrics_tracked(m, kind, id) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        continue;
+                int64_t mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+                if ((int64_t)now_ms - mtime_ms > keep_ms && unlinkat(dirfd(d), de->d_name, 0) == 0)
+                        removed++;
+        }
+        closedir(d);
+        return removed;
 }
 
 const char *metrics_cgroup_mode(const struct metrics *m)

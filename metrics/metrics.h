@@ -44,7 +44,18 @@ int metrics_open(const struct metrics_options *opts, struct metrics **ret, struc
 void metrics_close(struct metrics *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct metrics *, metrics_close)
 
-/* "v1", "v2" or "hybrid", as detected at open (for hello's host.cgroup). */
+/* A new interval (Settings.metricsIntervalSec); only how long a sample counts as "now" depends on it. */
+void metrics_set_interval(struct metrics *m, unsigned interval_sec);
+
+/*
+ * Delete history files of targets that are not tracked and were not written for
+ * longer than the history keeps anything (31 days): servers and apps removed while
+ * the agent could not untrack them. Call after tracking the inventory at start.
+ * Returns how many files went, or a negative errno.
+ */
+int metrics_prune(struct metrics *m, uint64_t now_ms, struct na_error *err);
+
+/* "v1", "v2" or "hybrid", as detected at open (for hello's host.cgroup); "none" without cgroups. */
 const char *metrics_cgroup_mode(const struct metrics *m);
 /* CPUs of the node as /proc/stat shows them (0 before the first tick). */
 unsigned metrics_node_cpus(const struct metrics *m);
@@ -78,8 +89,10 @@ bool metrics_tracked(struct metrics *m, enum metrics_kind kind, const char *id);
 /*
  * One tick at wall-clock time now_ms: read every source, compute rates against the
  * previous tick, update the latest samples and the history. A value that cannot be
- * read is skipped for this tick (and counted), never the whole tick; an error
- * return means nothing was collected (only when out of memory).
+ * read is skipped for this tick (and counted in metrics_stats), never the whole
+ * tick, so it returns 0 (err is kept for a future failure that stops a tick). A
+ * server whose machine cgroup is not known yet (stopped, just created) is looked up
+ * again at every tick, with one scan of the machine partitions per tick for all.
  */
 int metrics_collect(struct metrics *m, uint64_t now_ms, struct na_error *err);
 

@@ -3,13 +3,17 @@
  * same run.
  *
  *  1. A fixture host on tmpfs: /proc (stat, meminfo, diskstats, pressure copied from
- *     this host; net/dev with one tap per server), /sys/class/net, and a pure cgroup
+ *     this host; net/dev with one tap per server), /sys/class/net (a directory of
+ *     attributes per interface, as the kernel shows them), and a pure cgroup
  *     v2 tree with one libvirt machine scope per server (cpu.stat, memory.current,
  *     memory.stat, memory.max, io.stat as a 6.1 kernel writes them).
  *  2. --guests servers tracked (found by libvirt domain name): the first tick (scan
  *     and open) and then the median of --ticks ticks, wall and CPU time.
  *  3. prometheus-node-exporter started on a loopback port, one warm-up scrape, then
- *     the median of --ticks scrapes (plain HTTP GET), stopped.
+ *     --ticks scrapes (plain HTTP GET) alternating with the ticks, stopped: this
+ *     host's node-exporter as installed (the target's reference), and a second
+ *     one reading the fixture node's /proc and /sys (the node the ticks measure,
+ *     with its taps), for comparison.
  *  4. Apps tracked up to --targets in all; a tick; the process's anonymous memory.
  *
  * History files go to --state (default /var/tmp), preallocated as in production.
@@ -228,6 +232,35 @@ static void write_netdev(const char *root, unsigned guests, unsigned tick)
         free(text);
 }
 
+/* /sys/class/net/<if>/ as the kernel shows a tap device (what node-exporter's netclass reads). */
+static void write_sysfs_netdev(const char *root, const char *ifname, unsigned index, bool physical)
+{
+        static const char *const attrs[][2] = {
+                { "addr_assign_type", "3" }, { "addr_len", "6" }, { "broadcast", "ff:ff:ff:ff:ff:ff" },
+                { "carrier", "1" }, { "carrier_changes", "2" }, { "carrier_down_count", "1" },
+                { "carrier_up_count", "1" }, { "dev_id", "0x0" }, { "dev_port", "0" }, { "dormant", "0" },
+                { "flags", "0x1103" }, { "ifalias", "" }, { "link_mode", "0" }, { "mtu", "1500" },
+                { "name_assign_type", "3" }, { "netdev_group", "0" }, { "operstate", "up" }, { "speed", "10" },
+                { "tx_queue_len", "1000" }, { "type", "1" }, { "proto_down", "0" },
+        };
+        char dir[PATH_MAX], p[PATH_MAX + 64];
+        snprintf(dir, sizeof(dir), "%s/sys/class/net/%s", root, ifname);
+        for (size_t i = 0; i < ARRAY_SIZE(attrs); i++) {
+                snprintf(p, sizeof(p), "%s/%s", dir, attrs[i][0]);
+                putf(p, "%s\n", attrs[i][1]);
+        }
+        snprintf(p, sizeof(p), "%s/address", dir);
+        putf(p, "fe:54:00:%02x:%02x:%02x\n", (index >> 16) & 255, (index >> 8) & 255, index & 255);
+        snprintf(p, sizeof(p), "%s/ifindex", dir);
+        putf(p, "%u\n", index + 10);
+        snprintf(p, sizeof(p), "%s/iflink", dir);
+        putf(p, "%u\n", index + 10);
+        if (physical) {
+                snprintf(p, sizeof(p), "%s/device", dir);
+                mkdirs(p);
+        }
+}
+
 static void build_fixture(const char *root, unsigned guests, unsigned apps)
 {
         char p[PATH_MAX], cg[PATH_MAX];
@@ -244,8 +277,14 @@ static void build_fixture(const char *root, unsigned guests, unsigned apps)
                                   : "");
         }
         write_netdev(root, guests, 0);
-        snprintf(p, sizeof(p), "%s/sys/class/net/eth0/device", root);
-        mkdirs(p);
+        write_sysfs_netdev(root, "eth0", 0, true);
+        write_sysfs_netdev(root, "lo", 1, false);
+        for (unsigned i = 0; i < guests; i++) {
+                char id[40], ifname[NA_IFNAME_LEN];
+                uuid_of(i, false, id);
+                na_vps_ifname(id, ifname);
+                write_sysfs_netdev(root, ifname, i + 2, false);
+        }
 
         snprintf(cg, sizeof(cg), "%s/cgroup", root);
         snprintf(p, sizeof(p), "%s/cgroup.controllers", cg);
@@ -355,17 +394,25 @@ struct exporter {
         long bytes;
 };
 
-/* Start node-exporter on a free loopback port and wait for its first (warm-up) answer. */
-static bool exporter_start(struct exporter *ex)
+/*
+ * Start node-exporter on a free loopback port and wait for its first (warm-up)
+ * answer. With fixture, it reads the fixture node's /proc and /sys instead of this
+ * host's (and /proc/net/dev instead of netlink), the node the ticks measure.
+ */
+static bool exporter_start(struct exporter *ex, const char *fixture)
 {
         if (access(EXPORTER, X_OK) < 0) {
                 printf("node-exporter: %s not found, not compared\n", EXPORTER);
                 return false;
         }
         ex->port = free_port();
-        char listen[64];
+        char listen[64], procfs[PATH_MAX + 16], sysfs[PATH_MAX + 16];
         snprintf(listen, sizeof(listen), "--web.listen-address=127.0.0.1:%d", ex->port);
-        char *argv[] = { (char *)EXPORTER, listen, NULL };
+        snprintf(procfs, sizeof(procfs), "--path.procfs=%s/proc", fixture ? fixture : "");
+        snprintf(sysfs, sizeof(sysfs), "--path.sysfs=%s/sys", fixture ? fixture : "");
+        char *argv[] = { (char *)EXPORTER, listen, procfs, sysfs, (char *)"--no-collector.netdev.netlink", NULL };
+        if (!fixture)
+                argv[2] = NULL;
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -515,10 +562,11 @@ int main(int argc, char **argv)
         at += 10000ULL * opt_profile;
 
         /* Ticks and scrapes alternate, so both see the machine in the same state. */
-        struct exporter ex = { 0 };
-        bool exporter = opt_exporter && exporter_start(&ex);
+        struct exporter ex = { 0 }, exf = { 0 };
+        bool exporter = opt_exporter && exporter_start(&ex, NULL);
+        bool exporter_f = exporter && exporter_start(&exf, root);
         double *wall = calloc(opt_ticks, sizeof(double)), *cpu = calloc(opt_ticks, sizeof(double));
-        double *swall = calloc(opt_ticks, sizeof(double));
+        double *swall = calloc(opt_ticks, sizeof(double)), *sfwall = calloc(opt_ticks, sizeof(double));
         for (unsigned k = 0; k < opt_ticks; k++) {
                 advance_fixture(root, opt_guests, k + 1);
                 tick(m, at + 10000ULL * (k + 1), &wall[k], &cpu[k]);
@@ -528,8 +576,15 @@ int main(int argc, char **argv)
                                 die("node-exporter: scrape failed");
                         swall[k] = (now_s(CLOCK_MONOTONIC) - a) * 1000;
                 }
+                if (exporter_f) {
+                        double a = now_s(CLOCK_MONOTONIC);
+                        if ((exf.bytes = scrape(exf.port)) < 0)
+                                die("node-exporter (fixture): scrape failed");
+                        sfwall[k] = (now_s(CLOCK_MONOTONIC) - a) * 1000;
+                }
         }
         double scrape_cpu_ms = exporter ? exporter_stop(&ex) * 1000 / opt_ticks : 0;
+        double scrape_f_cpu_ms = exporter_f ? exporter_stop(&exf) * 1000 / opt_ticks : 0;
         at += 10000ULL * opt_ticks;
 
         struct metrics_stats st;
@@ -541,11 +596,19 @@ int main(int argc, char **argv)
                (unsigned long long)st.values_skipped);
         if (exporter) {
                 double scrape_wall = median(swall, opt_ticks);
-                printf("node-exporter %s: one scrape (median of %u, %ld bytes): %.3f ms wall, %.2f ms CPU (mean); "
-                       "warm-up %.3f ms\n",
-                       EXPORTER, opt_ticks, ex.bytes, scrape_wall, scrape_cpu_ms, ex.warmup_ms);
+                printf("node-exporter (this host, as installed): one scrape (median of %u, %ld bytes): %.3f ms wall, "
+                       "%.2f ms CPU (mean); warm-up %.3f ms\n",
+                       opt_ticks, ex.bytes, scrape_wall, scrape_cpu_ms, ex.warmup_ms);
                 printf("ratio: tick / scrape = %.3f wall, %.3f CPU (target <= 0.2)\n", tick_wall / scrape_wall,
                        scrape_cpu_ms > 0 ? tick_cpu / scrape_cpu_ms : 0.0);
+        }
+        if (exporter_f) {
+                double scrape_wall = median(sfwall, opt_ticks);
+                printf("node-exporter (the fixture node: its /proc and /sys, %u taps): one scrape (median of %u, %ld "
+                       "bytes): %.3f ms wall, %.2f ms CPU (mean)\n",
+                       opt_guests, opt_ticks, exf.bytes, scrape_wall, scrape_f_cpu_ms);
+                printf("ratio on the same node: tick / scrape = %.3f wall, %.3f CPU\n", tick_wall / scrape_wall,
+                       scrape_f_cpu_ms > 0 ? tick_cpu / scrape_f_cpu_ms : 0.0);
         }
 
         /* Up to --targets: the rest as apps with explicit cgroups. */
@@ -581,6 +644,7 @@ int main(int argc, char **argv)
         free(wall);
         free(cpu);
         free(swall);
+        free(sfwall);
         rm_tree(root);
         rm_tree(state);
         return 0;

@@ -13,7 +13,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
@@ -583,6 +585,52 @@ static void test_track_checks(void **state)
         fx_free(f);
 }
 
+static void touch_old(const char *path, int64_t days)
+{
+        fx_write("/", path + 1, "x");
+        struct timespec ts[2] = { { .tv_sec = time(NULL) - days * 86400 }, { .tv_sec = time(NULL) - days * 86400 } };
+        assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static void test_prune_and_interval(void **state)
+{
+        struct fx *f = fx_new("collect-prune");
+        struct na_error err = NA_ERROR_INIT;
+        v2_tree(f, 0, 0, 0);
+        node_and_tap(f, 0, 0);
+        fx_open(f, false);
+        track(f, METRICS_VPS, VPS1, NULL, 1, 0);
+        char old_vps[800], recent_app[800], other[800], tracked[800];
+        snprintf(old_vps, sizeof(old_vps), "%s/metrics/vps-22222222-2222-4222-8222-222222222222.hist", f->state);
+        snprintf(recent_app, sizeof(recent_app), "%s/metrics/app-" APP1 ".hist", f->state);
+        snprintf(other, sizeof(other), "%s/metrics/notes.txt", f->state);
+        snprintf(tracked, sizeof(tracked), "%s/metrics/vps-" VPS1 ".hist", f->state);
+        touch_old(old_vps, 40);
+        touch_old(recent_app, 3);
+        touch_old(other, 400);
+        struct timespec ts[2] = { { .tv_sec = time(NULL) - 100 * 86400 }, { .tv_sec = time(NULL) - 100 * 86400 } };
+        assert_int_equal(utimensat(AT_FDCWD, tracked, ts, 0), 0);
+        assert_int_equal(metrics_prune(f->m, (uint64_t)time(NULL) * 1000, &err), 1);
+        assert_int_equal(access(old_vps, F_OK), -1);
+        assert_int_equal(access(recent_app, F_OK), 0);
+        assert_int_equal(access(other, F_OK), 0);
+        assert_int_equal(access(tracked, F_OK), 0);
+
+        /* "now" holds values for 3 intervals */
+        tick(f, T0);
+        struct proto_metrics_query q = { .now_ms = (int64_t)T0 + 25000, .from_ms = (int64_t)T0, .to_ms = (int64_t)T0,
+                                         .step_sec = 10, .tier = 0 };
+        json_t *res = NULL;
+        assert_int_equal(metrics_query(f->m, METRICS_VPS, VPS1, &q, false, &res, &err), 0);
+        assert_non_null(json_object_get(json_object_get(res, "now"), "memoryUsedMB"));
+        json_decref(res);
+        metrics_set_interval(f->m, 5);
+        assert_int_equal(metrics_query(f->m, METRICS_VPS, VPS1, &q, false, &res, &err), 0);
+        assert_null(json_object_get(json_object_get(res, "now"), "memoryUsedMB"));
+        json_decref(res);
+        fx_free(f);
+}
+
 /* Readers on other threads while the collector ticks and targets come and go (run it under ASan). */
 struct race {
         struct metrics *m;
@@ -644,7 +692,7 @@ int main(void)
                 cmocka_unit_test(test_missing_files),
                 cmocka_unit_test(test_restart_new_scope),  cmocka_unit_test(test_reports_and_prometheus),
                 cmocka_unit_test(test_query_and_reopen),   cmocka_unit_test(test_track_checks),
-                cmocka_unit_test(test_threads),
+                cmocka_unit_test(test_prune_and_interval), cmocka_unit_test(test_threads),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
