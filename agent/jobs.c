@@ -488,11 +488,36 @@ struct job_ctx *jobs_find(struct jobs *jobs, const char *id)
         return NULL;
 }
 
+/* Loop thread: take a queued job out of its target's queue and end it as abandoned. */
+static void abandon_queued(struct jobs *jobs, struct job_ctx *job, enum job_stop why)
+{
+        struct target_queue *t = job->tq;
+        struct job_ctx *prev = NULL;
+        for (struct job_ctx **pp = &t->head; *pp; prev = *pp, pp = &(*pp)->next_in_target)
+                if (*pp == job) {
+                        *pp = job->next_in_target;
+                        if (t->tail == job)
+                                t->tail = prev;
+                        break;
+                }
+        /* An emptied target stays in its bucket (and maybe the runnable list, which
+         * nothing pops once stopping): jobs_free() takes it. */
+        job->next_in_target = NULL;
+        job->tq = NULL;
+        atomic_fetch_sub(&jobs->queued, 1);
+        job->state = JOB_ABANDONED;
+        job->finished_us = na_now_mono_us();
+        stop_error(job, why != JOB_STOP_NONE ? why : JOB_STOP_SHUTDOWN, &job->error);
+        loop_post(jobs->loop, job_finished, job);
+}
+
 void jobs_stop_all(struct jobs *jobs, enum job_stop why, bool include_running)
 {
         jobs->stopping = true;
         for (struct job_ctx *j = jobs->all; j; j = j->next_all)
-                if (include_running || j->state == JOB_QUEUED)
+                if (j->state == JOB_QUEUED)
+                        abandon_queued(jobs, j, why);
+                else if (include_running)
                         jobs_request_stop(j, why);
 }
 
