@@ -494,7 +494,8 @@ int vm_lv_remove(struct vm_conn *c, const char *id, struct na_error *err)
                 }
         }
         static const char *const suffixes[] = { ".qcow2", ".qcow2.new", "-seed.iso", "-seed.iso.partial",
-                                                ".qcow2.restore" };
+                                                ".qcow2.restore", "-console.log", "-console.log.0",
+                                                "-console.log.1", "-console.log.2" };
         for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
                 _cleanup_free_ char *p = vm_strdupf("%s/%s%s", c->storage_dir, id, suffixes[i]);
                 if (!p)

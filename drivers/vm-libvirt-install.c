@@ -64,7 +64,8 @@ int vm_lv_define(struct vm_conn *c, virConnectPtr conn, const struct vm_meta *m,
         vm_mac_from_id(m->id, mac);
         _cleanup_free_ char *disk = vm_lv_disk_path(c, m->id);
         _cleanup_free_ char *seed = vm_lv_seed_path(c, m->id);
-        if (!disk || !seed)
+        _cleanup_free_ char *console = vm_strdupf("%s/%s-console.log", c->storage_dir, m->id);
+        if (!disk || !seed || !console)
                 return na_error_sys(err, ENOMEM, "vps %s: define", m->id);
         struct vm_domain_spec spec = {
                 .id = m->id,
@@ -74,6 +75,7 @@ int vm_lv_define(struct vm_conn *c, virConnectPtr conn, const struct vm_meta *m,
                 .meta = m,
                 .disk_path = disk,
                 .seed_path = seed,
+                .console_log = console,
                 .kernel = m->kernel,
                 .initrd = m->initrd,
                 .cmdline = m->cmdline,

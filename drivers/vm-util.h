@@ -129,6 +129,7 @@ struct vm_domain_spec {
         const struct vm_meta *meta;
         const char *disk_path;    /* qcow2 */
         const char *seed_path;    /* NULL: no seed */
+        const char *console_log;  /* NULL: the serial console is not logged */
         const char *kernel;       /* NULL: boot from the disk */
         const char *initrd;
         const char *cmdline;

@@ -231,14 +231,19 @@ char *vm_domain_xml(const struct vm_domain_spec *s)
                           kbytes, kbytes);
         }
         sb_printf(&b, "    </interface>\n");
+        char console_log[600] = "";
+        if (s->console_log)
+                snprintf(console_log, sizeof(console_log), "      <log file='%s' append='on'/>\n",
+                         esc(&e, s->console_log));
         sb_printf(&b,
-                  "    <serial type='pty'>\n      <target port='0'/>\n    </serial>\n"
+                  "    <serial type='pty'>\n%s      <target port='0'/>\n    </serial>\n"
                   "    <console type='pty'>\n      <target type='serial' port='0'/>\n    </console>\n"
                   "    <channel type='unix'>\n      <target type='virtio' name='org.qemu.guest_agent.0'/>\n"
                   "    </channel>\n"
                   "    <graphics type='vnc' port='-1' autoport='yes' listen='127.0.0.1'/>\n"
                   "    <rng model='virtio'>\n      <backend model='random'>/dev/urandom</backend>\n    </rng>\n"
-                  "  </devices>\n</domain>\n");
+                  "  </devices>\n</domain>\n",
+                  console_log);
 
         for (size_t i = 0; i < e.n; i++)
                 free(e.items[i]);

@@ -54,6 +54,14 @@
  * Functions are thread-safe; the caller runs one operation per server at a time.
  * Server ids are UUIDs; the domain is "vps-<id>" with UUID <id>, the tap device
  * na_vps_ifname(id), the MAC 52:54:00 + three bytes derived from the id.
+ *
+ * Files: the disk <storage_dir>/<id>.qcow2 (an overlay of the template image), the
+ * seed <storage_dir>/<id>-seed.iso, the serial console's log
+ * <storage_dir>/<id>-console.log (written by virtlogd), the metadata
+ * <state_dir>/vps/<id>.json and the backups <backups_dir>/<id>/. A plan's
+ * networkSpeedLimitMbps > 0 becomes <bandwidth>, which libvirt applies with tc
+ * (htb, sfq): on a kernel without those qdiscs (some CI containers) the domain
+ * does not start; use 0 there.
  */
 #pragma once
 

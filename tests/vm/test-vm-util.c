@@ -51,6 +51,7 @@ static void test_domain_xml(void **state)
                 .seed_path = "/var/lib/na/disks/" ID1 "-seed.iso",
                 .ifname = "nav6f1c2a3b4c5d",
                 .mac = "52:54:00:01:02:03",
+                .console_log = "/var/lib/na/disks/" ID1 "-console.log",
         };
         char *xml = vm_domain_xml(&s);
         assert_non_null(xml);
@@ -76,6 +77,7 @@ static void test_domain_xml(void **state)
                 "<outbound average='12500'/>",
                 "<serial type='pty'>",
                 "<console type='pty'>",
+                "<log file='/var/lib/na/disks/" ID1 "-console.log' append='on'/>",
                 "name='org.qemu.guest_agent.0'",
                 "<graphics type='vnc' port='-1' autoport='yes' listen='127.0.0.1'/>",
                 "<na:template id='debian' imageSlug='12' os='linux'/>",
