@@ -13,7 +13,7 @@
 #include "common/fileio.h"
 #include "common/uuid.h"
 
-enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN };
+enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN };
 
 struct key_def {
         const char *section;
@@ -49,6 +49,8 @@ static const struct key_def keys[] = {
         { "vm", "templates_file", K_PATH, OFF(templates_file), false, "/etc/nodeagent/templates.json", 0, 0 },
         { "vm", "images_dir", K_PATH, OFF(images_dir), false, "/var/lib/nodeagent/images", 0, 0 },
         { "vm", "storage_dir", K_PATH, OFF(vm_storage_dir), false, NULL, 0, 0 },
+        { "vm", "backups_dir", K_PATH, OFF(vm_backups_dir), false, NULL, 0, 0 },
+        { "vm", "domain_type", K_DOMAIN, OFF(vm_domain_type), false, "kvm", 0, 0 },
         { "vm", "restart_stagger_sec", K_UINT, OFF(vm_restart_stagger_sec), false, "5", 0, 3600 },
         { "vm", "guest_agent_timeout_sec", K_UINT, OFF(vm_guest_agent_timeout_sec), false, "10", 1, 600 },
 
@@ -210,6 +212,10 @@ static const char *set_value(struct agent_config *cfg, const struct key_def *def
         case K_STRING:
                 if (!*value)
                         return "must not be empty";
+                break;
+        case K_DOMAIN:
+                if (!streq(value, "kvm") && !streq(value, "qemu"))
+                        return "must be kvm (hardware virtualization) or qemu (TCG emulation)";
                 break;
         }
         char *copy = strdup(value);

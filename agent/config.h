@@ -40,6 +40,8 @@ struct agent_config {
         char *templates_file;
         char *images_dir;
         char *vm_storage_dir;
+        char *vm_backups_dir;
+        char *vm_domain_type;
         int64_t vm_restart_stagger_sec;
         int64_t vm_guest_agent_timeout_sec;
 

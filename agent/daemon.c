@@ -13,6 +13,7 @@
 #include "agent/log.h"
 #include "agent/loop.h"
 #include "agent/notify.h"
+#include "agent/prometheus.h"
 #include "agent/reports.h"
 #include "agent/sandbox.h"
 #include "agent/services.h"
@@ -32,6 +33,7 @@ struct agent {
         struct reports *reports;
         struct link *link;
         struct control *control;
+        struct prometheus *prometheus;
         struct agent_services services;
         struct host_facts host;
         int lock_fd;
@@ -88,6 +90,54 @@ static json_t *status_json(void *userdata)
                          (json_int_t)js.file_bytes, "records", (json_int_t)js.file_records, "pendingResults",
                          (json_int_t)js.pending_results, "interrupted", (json_int_t)js.interrupted, "syncs",
                          (json_int_t)js.syncs);
+}
+
+static json_t *link_inventory(void *userdata)
+{
+        struct agent *a = userdata;
+        return services_inventory(&a->services);
+}
+
+static json_t *link_metrics(void *userdata)
+{
+        struct agent *a = userdata;
+        return services_metrics_samples(&a->services);
+}
+
+static void link_settings(void *userdata, const struct proto_settings *st)
+{
+        struct agent *a = userdata;
+        if (st->metrics_interval_sec > 0)
+                services_set_metrics_interval(&a->services, (unsigned)st->metrics_interval_sec);
+}
+
+/* The agent's own health, after the node's and guests' metrics. */
+static void prometheus_health(void *userdata, FILE *out)
+{
+        struct agent *a = userdata;
+        struct jobs_counters c;
+        jobs_counters(a->jobs, &c);
+        struct jobstore_stats js;
+        jobstore_get_stats(a->store, &js);
+        fprintf(out, "# HELP nodeagent_jobs Jobs by state: running and queued now, the others since start.\n"
+                     "# TYPE nodeagent_jobs gauge\n");
+        fprintf(out, "nodeagent_jobs{state=\"running\"} %u\nnodeagent_jobs{state=\"queued\"} %u\n", jobs_running(a->jobs),
+                jobs_queued(a->jobs));
+        fprintf(out, "nodeagent_jobs{state=\"succeeded\"} %llu\nnodeagent_jobs{state=\"failed\"} %llu\n"
+                     "nodeagent_jobs{state=\"abandoned\"} %llu\n",
+                (unsigned long long)c.succeeded, (unsigned long long)c.failed, (unsigned long long)c.abandoned);
+        fprintf(out, "# HELP nodeagent_link_up 1 when the controller link is connected.\n# TYPE nodeagent_link_up gauge\n"
+                     "nodeagent_link_up{state=\"%s\"} %d\n",
+                link_state_name(a->link), streq(link_state_name(a->link), "connected"));
+        fprintf(out, "# HELP nodeagent_results_pending Results waiting to be taken by the central API.\n"
+                     "# TYPE nodeagent_results_pending gauge\nnodeagent_results_pending %u\n",
+                link_results_pending(a->link));
+        fprintf(out, "# HELP nodeagent_journal_bytes Size of the job journal.\n# TYPE nodeagent_journal_bytes gauge\n"
+                     "nodeagent_journal_bytes %llu\n",
+                (unsigned long long)js.file_bytes);
+        fprintf(out, "# HELP nodeagent_uptime_seconds Seconds since the agent started.\n"
+                     "# TYPE nodeagent_uptime_seconds counter\nnodeagent_uptime_seconds %llu\n",
+                (unsigned long long)((na_now_mono_us() - a->started_us) / NA_USEC_PER_SEC));
 }
 
 static const struct control_ops control_ops = {
@@ -236,6 +286,9 @@ int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err
         a->services.state_dir = cfg->state_dir;
         a->services.emit_event = emit_event;
         a->services.agent = a;
+        r = services_open(&a->services, err);
+        if (r < 0)
+                goto fail;
 
         r = jobs_new(a->loop, &a->services, (unsigned)cfg->max_parallel_jobs, &a->jobs, err);
         if (r < 0)
@@ -252,6 +305,9 @@ int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err
                 .jobs = a->jobs,
                 .store = a->store,
                 .reports = a->reports,
+                .inventory = link_inventory,
+                .metrics_samples = link_metrics,
+                .settings_applied = link_settings,
                 .userdata = a,
         };
         r = link_new(a->loop, &lo, &a->link, err);
@@ -260,6 +316,12 @@ int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err
         r = control_open(a->loop, a->jobs, cfg->control_socket, &control_ops, a, &a->control, err);
         if (r < 0)
                 goto fail;
+        if (cfg->prometheus_listen) {
+                r = prometheus_open(a->loop, cfg->prometheus_listen, a->services.metrics, prometheus_health, a,
+                                    &a->prometheus, err);
+                if (r < 0)
+                        goto fail;
+        }
 
         a->drain_timer = loop_timer_new(a->loop, drain_tick, a);
         a->status_timer = loop_timer_new(a->loop, status_tick, a);
@@ -286,6 +348,7 @@ int agent_run(struct agent *a)
                 }
                 log_debug("seccomp filter loaded");
         }
+        services_start(&a->services);
         link_start(a->link);
         log_info("nodeagentd %s started: node %s, state %s, control %s, up to %lld jobs in parallel", NA_VERSION,
                  a->cfg->node_id, a->cfg->state_dir, a->cfg->control_socket, (long long)a->cfg->max_parallel_jobs);
@@ -302,6 +365,7 @@ void agent_free(struct agent *a)
         /* A worker still inside a driver call may yet record its result: then the
          * stores are flushed, not freed, and the process exit takes them. */
         bool busy = a->jobs && jobs_running(a->jobs) > 0;
+        prometheus_close(a->prometheus);
         control_close(a->control);
         link_free(a->link);
         jobs_free(a->jobs);
@@ -315,6 +379,7 @@ void agent_free(struct agent *a)
         } else {
                 reports_close(a->reports);
                 jobstore_close(a->store);
+                services_close(&a->services); /* no worker is inside a driver any more */
         }
         loop_timer_free(a->drain_timer);
         loop_timer_free(a->status_timer);

@@ -211,7 +211,8 @@ int64_t reports_seal(struct reports *r, json_t *metrics)
         }
         struct report *rep = calloc(1, sizeof(*rep));
         if (rep) {
-                rep->metrics = json_dumps(no_metrics ? json_array() : metrics, JSON_COMPACT);
+                /* 10 significant digits: 0.1 stays 0.1 instead of 0.10000000000000001. */
+                rep->metrics = json_dumps(no_metrics ? json_array() : metrics, JSON_COMPACT | JSON_REAL_PRECISION(10));
                 rep->events = json_dumps(events, JSON_COMPACT);
         }
         if (!rep || !rep->metrics || !rep->events) {

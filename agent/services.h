@@ -8,11 +8,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/error.h"
+
 struct agent_config;
 struct vm_driver;
 struct vm_conn;
 struct fw;
 struct metrics;
+struct collector;
 
 struct agent_services {
         const struct agent_config *config;
@@ -34,4 +37,23 @@ struct agent_services {
         /* Queue an event for the next report (thread-safe; data is stolen, may be NULL). */
         void (*emit_event)(const struct agent_services *s, const char *type, const char *target_id, json_t *data);
         void *agent; /* the daemon behind emit_event */
+
+        struct collector *collector; /* agent/collector.h: the metrics thread */
 };
+
+/*
+ * Open the node's drivers in dependency order (VM, metrics), fill the hooks and
+ * start the metrics collector. The caller has set config, state_dir, emit_event and
+ * agent. On failure everything opened so far is closed again.
+ */
+int services_open(struct agent_services *s, struct na_error *err);
+/* After the loop is ready: servers that should run are started again (node reboot),
+ * and every server is tracked for metrics. */
+void services_start(struct agent_services *s);
+void services_close(struct agent_services *s);
+/* hello's inventory {vps: [...], apps: [...]}; never NULL. */
+json_t *services_inventory(struct agent_services *s);
+/* The latest Samples for a report; NULL when metrics are off. */
+json_t *services_metrics_samples(struct agent_services *s);
+/* metricsIntervalSec from hello. */
+void services_set_metrics_interval(struct agent_services *s, unsigned interval_sec);

@@ -1,0 +1,194 @@
+/*
+ * The node's drivers and the hooks between them. Each module stays ignorant of the
+ * others: the VM handlers call vps_added/vps_removed, and this file turns those into
+ * metrics tracking (and, once it is there, the firewall chain's removal).
+ */
+#include "agent/services.h"
+
+#include <sys/resource.h>
+
+#include "agent/collector.h"
+#include "agent/config.h"
+#include "agent/log.h"
+#include "common/names.h"
+#include "common/timeutil.h"
+#include "drivers/vm.h"
+#include "metrics/metrics.h"
+#include "proto/vps.h"
+
+static bool vps_exists(const struct agent_services *s, const char *vps_id)
+{
+        return s->vm && s->vm->exists(s->vm_conn, vps_id);
+}
+
+static void track(const struct agent_services *s, const char *vps_id, int vcpus, int64_t memory_mb)
+{
+        if (!s->metrics)
+                return;
+        struct metrics_target_spec spec = {
+                .kind = METRICS_VPS,
+                .id = vps_id,
+                .vcpus = vcpus > 0 ? (unsigned)vcpus : 0,
+                .memory_limit_bytes = memory_mb > 0 ? (uint64_t)memory_mb << 20 : 0,
+        };
+        struct na_error err = NA_ERROR_INIT;
+        if (metrics_track(s->metrics, &spec, &err) < 0)
+                log_warn("vps %s: metrics: %s", vps_id, err.message);
+        na_error_clear(&err);
+}
+
+static void vps_added(const struct agent_services *s, const char *vps_id, int vcpus, int64_t memory_mb)
+{
+        track(s, vps_id, vcpus, memory_mb);
+}
+
+static void vps_removed(const struct agent_services *s, const char *vps_id)
+{
+        struct na_error err = NA_ERROR_INIT;
+        if (s->metrics && metrics_untrack(s->metrics, METRICS_VPS, vps_id, true, &err) < 0)
+                log_warn("vps %s: metrics: %s", vps_id, err.message);
+        na_error_clear(&err);
+}
+
+/* Libvirt's event thread: a server changed state. */
+static void vm_state_changed(void *userdata, const char *vps_id, enum proto_vps_state state)
+{
+        struct agent_services *s = userdata;
+        if (s->emit_event)
+                s->emit_event(s, "vps.state", vps_id, json_pack("{s:s}", "state", proto_vps_state_name(state)));
+}
+
+static int open_vm(struct agent_services *s, struct na_error *err)
+{
+        const struct agent_config *cfg = s->config;
+        struct vm_options o = {
+                .uri = cfg->vm_uri,
+                .state_dir = cfg->state_dir,
+                .templates_file = cfg->templates_file,
+                .images_dir = cfg->images_dir,
+                .storage_dir = cfg->vm_storage_dir,
+                .backups_dir = cfg->vm_backups_dir,
+                .domain_type = cfg->vm_domain_type,
+                .start_stagger_ms = (unsigned)cfg->vm_restart_stagger_sec * 1000,
+                .guest_agent_timeout_sec = (unsigned)cfg->vm_guest_agent_timeout_sec,
+                .on_state = vm_state_changed,
+                .userdata = s,
+        };
+        int r = vm_libvirt_driver.open(&o, &s->vm_conn, err);
+        if (r < 0)
+                return na_error_prefix(err, "[vm] uri %s", cfg->vm_uri);
+        s->vm = &vm_libvirt_driver;
+        return 0;
+}
+
+static int open_metrics(struct agent_services *s, struct na_error *err)
+{
+        const struct agent_config *cfg = s->config;
+        /* A tracked target keeps a few cgroup files open: allow many descriptors. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        struct metrics_options o = {
+                .state_dir = cfg->state_dir,
+                .proc_root = cfg->metrics_proc_root,
+                .sys_root = cfg->metrics_sys_root,
+                .cgroup_root = cfg->metrics_cgroup_root,
+                .interval_sec = (unsigned)cfg->metrics_interval_sec,
+        };
+        int r = metrics_open(&o, &s->metrics, err);
+        if (r < 0)
+                return na_error_prefix(err, "metrics");
+        r = collector_start(s->metrics, (unsigned)cfg->metrics_interval_sec, &s->collector, err);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+int services_open(struct agent_services *s, struct na_error *err)
+{
+        s->vps_exists = vps_exists;
+        s->vps_added = vps_added;
+        s->vps_removed = vps_removed;
+        int r = open_vm(s, err);
+        if (r >= 0)
+                r = open_metrics(s, err);
+        if (r < 0)
+                services_close(s);
+        return r;
+}
+
+void services_start(struct agent_services *s)
+{
+        struct na_error err = NA_ERROR_INIT;
+        if (s->metrics) {
+                if (metrics_prune(s->metrics, na_now_real_ms(), &err) < 0)
+                        log_warn("metrics: %s", err.message);
+                na_error_clear(&err);
+        }
+        if (!s->vm)
+                return;
+        json_t *inv = NULL;
+        if (s->vm->inventory(s->vm_conn, &inv, &err) < 0) {
+                log_warn("vm: inventory at start: %s", err.message);
+                na_error_clear(&err);
+        }
+        size_t i;
+        json_t *item;
+        unsigned servers = 0;
+        json_array_foreach(inv, i, item) {
+                const char *id = json_string_value(json_object_get(item, "id"));
+                struct proto_vps_server srv;
+                if (!id)
+                        continue;
+                servers++;
+                if (s->vm->get_server(s->vm_conn, id, &srv, &err) == 0)
+                        track(s, id, (int)(srv.plan.cpu_cores * srv.plan.cpu_threads), srv.plan.ram_mb);
+                else
+                        track(s, id, 0, 0);
+                na_error_clear(&err);
+        }
+        json_decref(inv);
+        if (s->vm->resume_servers(s->vm_conn, false, NULL, &err) < 0)
+                log_warn("vm: starting servers again after a node reboot: %s", err.message);
+        na_error_clear(&err);
+        log_info("vm: %s, %u server(s) on this node", s->vm->uri(s->vm_conn), servers);
+}
+
+void services_close(struct agent_services *s)
+{
+        collector_stop(s->collector);
+        s->collector = NULL;
+        metrics_close(s->metrics);
+        s->metrics = NULL;
+        if (s->vm)
+                s->vm->close(s->vm_conn);
+        s->vm = NULL;
+        s->vm_conn = NULL;
+}
+
+json_t *services_inventory(struct agent_services *s)
+{
+        json_t *vps = NULL;
+        struct na_error err = NA_ERROR_INIT;
+        if (s->vm && s->vm->inventory(s->vm_conn, &vps, &err) < 0) {
+                log_warn("vm: inventory: %s", err.message);
+                vps = NULL;
+        }
+        na_error_clear(&err);
+        return json_pack("{s:o, s:[]}", "vps", vps ? vps : json_array(), "apps");
+}
+
+json_t *services_metrics_samples(struct agent_services *s)
+{
+        return s->metrics ? metrics_latest_json(s->metrics) : NULL;
+}
+
+void services_set_metrics_interval(struct agent_services *s, unsigned interval_sec)
+{
+        if (!s->metrics || !interval_sec)
+                return;
+        metrics_set_interval(s->metrics, interval_sec);
+        collector_set_interval(s->collector, interval_sec);
+}
