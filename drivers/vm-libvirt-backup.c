@@ -46,7 +46,7 @@ static int record_load(struct vm_conn *c, const char *id, const char *bid, struc
         _cleanup_free_ char *data = backup_file(c, id, bid, ".qcow2.zst");
         if (!rec || !data)
                 return na_error_sys(err, ENOMEM, "vps %s: backup %s", id, bid);
-        _cleanup_json_ json_t *doc = json_load_file(rec, 0, NULL);
+        _cleanup_json_ json_t *doc = vm_json_load(rec, 64 * 1024);
         if (!doc)
                 return -ENOENT;
         struct stat st;

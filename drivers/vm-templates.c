@@ -85,7 +85,7 @@ int vm_templates_new(const char *file, const char *images_dir, const char *cache
                 vm_templates_free(t);
                 return na_error_sys(err, ENOMEM, "templates");
         }
-        json_t *cache = cache_file ? json_load_file(cache_file, 0, NULL) : NULL;
+        json_t *cache = cache_file ? vm_json_load(cache_file, 16u << 20) : NULL;
         t->verified = json_is_object(cache) ? cache : json_object();
         if (cache && !json_is_object(cache))
                 json_decref(cache);

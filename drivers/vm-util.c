@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "common/fileio.h"
 #include "common/uuid.h"
 
 void vm_progress_stage(const struct vm_progress *p, const char *stage, int percent, const char *message)
@@ -114,6 +115,15 @@ int vm_unlink(const char *path, struct na_error *err)
         if (unlink(path) < 0 && errno != ENOENT)
                 return na_error_sys(err, errno, "remove %s", path);
         return 0;
+}
+
+json_t *vm_json_load(const char *path, size_t max)
+{
+        _cleanup_free_ char *text = NULL;
+        struct na_error e = NA_ERROR_INIT;
+        int r = na_read_file(path, max, &text, NULL, &e);
+        na_error_clear(&e);
+        return r < 0 ? NULL : json_loads(text, 0, NULL);
 }
 
 int vm_fsync_path(const char *path, struct na_error *err)

@@ -41,6 +41,8 @@ int vm_id_normalize(const char *id, char buf[PROTO_VPS_ID_LEN + 1], struct na_er
 void vm_mac_from_id(const char *id, char mac[18]);
 /* unlink that ignores ENOENT. */
 int vm_unlink(const char *path, struct na_error *err);
+/* A JSON file of at most max bytes (read with O_CLOEXEC, unlike json_load_file); NULL when absent or bad. */
+json_t *vm_json_load(const char *path, size_t max);
 /* fsync a file by path. */
 int vm_fsync_path(const char *path, struct na_error *err);
 /* Size of a disk image's guest view: raw = file size, qcow2 = header size. */

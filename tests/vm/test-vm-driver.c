@@ -17,6 +17,7 @@
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
+#include "drivers/vm-libvirt-internal.h"
 #include "drivers/vm-util.h"
 #include "vm-fixture.h"
 
@@ -587,6 +588,41 @@ static void test_exec_refused(void **state)
         na_error_clear(&err);
 }
 
+/* A lost connection is replaced: by the timer, or by the next call. */
+static void test_reconnect(void **state)
+{
+        struct vm_fixture *f = *state;
+        vmf_close(f);
+        f->opts.reconnect_interval_ms = 20;
+        vmf_open(f);
+        struct proto_vps_server srv;
+        create_ok(f, ID1, &srv);
+        assert_true(f->vm->exists(f->conn, ID1));
+
+        /* What libvirt's close callback does when the daemon goes away. */
+        atomic_store(&f->conn->dead, true);
+        for (int tries = 0; tries < 500 && atomic_load(&f->conn->dead); tries++)
+                usleep(10000);
+        assert_false(atomic_load(&f->conn->dead));
+        /* A test:///file connection starts from the file again: proof of a new connection. */
+        assert_false(f->vm->exists(f->conn, ID1));
+        /* Events flow on the new connection. */
+        pthread_mutex_lock(&f->lock);
+        f->n_events = 0;
+        pthread_mutex_unlock(&f->lock);
+        struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(f->vm->remove(f->conn, ID1, &err), 0);
+        create_ok(f, ID1, &srv);
+        assert_true(vmf_saw_event(f, ID1, "running"));
+
+        /* Without the timer, the next call notices. */
+        atomic_store(&f->conn->dead, true);
+        enum proto_vps_state st;
+        assert_int_equal(f->vm->power(f->conn, ID1, PROTO_VPS_POWER_START, 0, NULL, &st, &err), -ENOENT);
+        na_error_clear(&err);
+        (void)srv;
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -599,6 +635,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_reinstall, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reconnect, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
