@@ -10,7 +10,8 @@
  * record is durable, the loop never blocks (record_acked does not wait).
  *
  * Retention (compaction, done by the writer when the file holds more than twice the
- * live records): jobs started without result and results not yet accepted are always
+ * records the last compaction wrote, plus 1024): jobs started without result and
+ * results not yet accepted are always
  * kept; accepted results are kept for JOBSTORE_KEEP_ACKED_SEC (24 h), at most
  * JOBSTORE_KEEP_ACKED_MAX (2048) of them, so that a job re-offered after its result
  * was accepted is still answered without running.
@@ -39,6 +40,7 @@ struct jobstore_stats {
         uint64_t interrupted;     /* started, no result */
         uint64_t syncs;           /* fdatasync calls (group commit: far fewer than records) */
         uint64_t torn_bytes;      /* cut off a torn tail at open */
+        uint64_t compactions;     /* rewrites since open */
 };
 
 int jobstore_open(const char *state_dir, struct jobstore **ret, struct na_error *err);
