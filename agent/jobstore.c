@@ -148,32 +148,46 @@ static int emit_rec(struct na_journal_out *out, json_t *rec, struct na_error *er
         return na_journal_emit(out, text, strlen(text), err);
 }
 
-/* Writer thread: the index as it is now, records queued later follow the new file. */
+static int cmp_order(const void *a, const void *b);
+
+/*
+ * Writer thread: the index as it is now, records queued later follow the new file.
+ * Records go out in the order their results were recorded (jobs without a result
+ * first), so that a replay gives the pending results the same oldest-first order.
+ */
 static int compact_emit_locked(struct jobstore *js, struct na_journal_out *out, struct na_error *err)
 {
         uint64_t records = 0;
+        _cleanup_free_ struct jobrec **all = malloc((js->live ? js->live : 1) * sizeof(*all));
+        if (!all)
+                return na_error_sys(err, ENOMEM, "job journal compaction");
+        size_t n = 0;
         for (size_t b = 0; b < BUCKETS; b++)
-                for (struct jobrec *r = js->buckets[b]; r; r = r->next_bucket) {
-                        _cleanup_json_ json_t *s = json_pack("{s:s, s:s, s:I, s:s, s:s}", "t", "s", "id", r->id, "a",
-                                                             (json_int_t)r->attempt, "k", r->kind, "g", r->target);
-                        int ret = emit_rec(out, s, err);
+                for (struct jobrec *r = js->buckets[b]; r && n < js->live; r = r->next_bucket)
+                        all[n++] = r;
+        qsort(all, n, sizeof(*all), cmp_order);
+        for (size_t i = 0; i < n; i++) {
+                struct jobrec *r = all[i];
+                _cleanup_json_ json_t *s = json_pack("{s:s, s:s, s:I, s:s, s:s}", "t", "s", "id", r->id, "a",
+                                                     (json_int_t)r->attempt, "k", r->kind, "g", r->target);
+                int ret = emit_rec(out, s, err);
+                records++;
+                if (ret >= 0 && r->result) {
+                        json_t *res = json_loads(r->result, 0, NULL);
+                        _cleanup_json_ json_t *rr = json_pack("{s:s, s:s, s:I, s:o}", "t", "r", "id", r->id, "a",
+                                                              (json_int_t)r->attempt, "r", res ? res : json_object());
+                        ret = emit_rec(out, rr, err);
                         records++;
-                        if (ret >= 0 && r->result) {
-                                json_t *res = json_loads(r->result, 0, NULL);
-                                _cleanup_json_ json_t *rr = json_pack("{s:s, s:s, s:I, s:o}", "t", "r", "id", r->id, "a",
-                                                                      (json_int_t)r->attempt, "r", res ? res : json_object());
-                                ret = emit_rec(out, rr, err);
-                                records++;
-                        }
-                        if (ret >= 0 && r->state == JOBREC_ACKED) {
-                                _cleanup_json_ json_t *k = json_pack("{s:s, s:s, s:I}", "t", "k", "id", r->id, "at",
-                                                                     (json_int_t)r->acked_ms);
-                                ret = emit_rec(out, k, err);
-                                records++;
-                        }
-                        if (ret < 0)
-                                return ret;
                 }
+                if (ret >= 0 && r->state == JOBREC_ACKED) {
+                        _cleanup_json_ json_t *k = json_pack("{s:s, s:s, s:I}", "t", "k", "id", r->id, "at",
+                                                             (json_int_t)r->acked_ms);
+                        ret = emit_rec(out, k, err);
+                        records++;
+                }
+                if (ret < 0)
+                        return ret;
+        }
         js->file_records = records;
         js->compacted_records = records;
         js->compactions++;
