@@ -370,10 +370,23 @@ static int resume_run(struct vm_conn *c, unsigned *ret_started, struct na_error 
 static void *resume_main(void *arg)
 {
         struct vm_conn *c = arg;
-        struct na_error e = NA_ERROR_INIT;
-        resume_run(c, NULL, &e); /* failures are visible in the inventory and the state events */
-        na_error_clear(&e);
-        return NULL;
+        /* Until the hypervisor answers (it may come up after the agent); failures of single
+         * servers are visible in the inventory and the state events. */
+        for (;;) {
+                virConnectPtr conn = NULL;
+                struct na_error e = NA_ERROR_INIT;
+                bool up = vm_conn_get(c, &conn, &e) == 0;
+                if (conn)
+                        virConnectClose(conn);
+                na_error_clear(&e);
+                if (up) {
+                        resume_run(c, NULL, &e);
+                        na_error_clear(&e);
+                        return NULL;
+                }
+                if (!vm_conn_sleep(c, c->reconnect_ms))
+                        return NULL;
+        }
 }
 
 int vm_lv_resume_servers(struct vm_conn *c, bool wait, unsigned *ret_started, struct na_error *err)

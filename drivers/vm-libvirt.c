@@ -367,6 +367,11 @@ static int vm_open(const struct vm_options *o, struct vm_conn **ret, struct na_e
         pthread_mutex_lock(&c->lock);
         r = connect_locked(c, err);
         pthread_mutex_unlock(&c->lock);
+        if (r < 0 && o->connect_later) {
+                na_error_clear(err);
+                atomic_store(&c->dead, true); /* the reconnect timer keeps trying */
+                r = 0;
+        }
         if (r < 0) {
                 vm_events_release();
                 conn_free(c);

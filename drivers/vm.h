@@ -95,6 +95,8 @@ struct vm_options {
         unsigned reconnect_interval_ms;   /* 0: default 5000 */
         vm_state_fn on_state;          /* NULL: no lifecycle events */
         void *userdata;
+        bool connect_later;            /* open succeeds while the hypervisor cannot be reached; calls
+                                        * fail with DRIVER_ERROR until the reconnect timer gets through */
 };
 
 /* Progress and safe points of long operations; every member may be NULL. */

@@ -623,6 +623,32 @@ static void test_reconnect(void **state)
         (void)srv;
 }
 
+/* A hypervisor that is not there yet: open anyway (connect_later), calls fail until it is. */
+static void test_connect_later(void **state)
+{
+        struct vm_fixture *f = *state;
+        vmf_close(f);
+        struct vm_options o = f->opts;
+        o.uri = "test:///nonexistent/node.xml";
+        struct vm_conn *c = NULL;
+        struct na_error err = NA_ERROR_INIT;
+        assert_true(f->vm->open(&o, &c, &err) < 0);
+        assert_string_equal(err.code, NA_E_DRIVER);
+        na_error_clear(&err);
+        o.connect_later = true;
+        o.reconnect_interval_ms = 20;
+        assert_int_equal(f->vm->open(&o, &c, &err), 0);
+        json_t *inv = NULL;
+        assert_true(f->vm->inventory(c, &inv, &err) < 0);
+        assert_string_equal(err.code, NA_E_DRIVER);
+        assert_non_null(json_object_get(err.details, "reason"));
+        na_error_clear(&err);
+        assert_int_equal(f->vm->resume_servers(c, false, NULL, &err), 0); /* waits on its thread */
+        usleep(100000);
+        f->vm->close(c); /* and close stops it */
+        vmf_open(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -636,6 +662,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reconnect, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_connect_later, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
