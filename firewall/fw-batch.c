@@ -1,0 +1,209 @@
+/* The batch: an ordered list of nf_tables operations, and its nfnetlink serialization. */
+#include <stdio.h> /* before libnftnl: its headers use FILE */
+#include <ctype.h>
+#include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <stdarg.h>
+
+#include "firewall/fw-internal.h"
+
+/* ---- names ---- */
+
+void fw_chain_name(const char *ifname, enum fw_direction dir, char buf[FW_NAME_MAX])
+{
+        snprintf(buf, FW_NAME_MAX, "%s-%s", ifname, dir == FW_INBOUND ? "in" : "out");
+}
+
+bool fw_chain_parse(const char *name, char ifname[NA_IFNAME_LEN], enum fw_direction *dir)
+{
+        /* "nav" + 12 lower-case hex digits, as na_vps_ifname() makes them */
+        if (strncmp(name, "nav", 3) != 0)
+                return false;
+        for (int i = 3; i < 15; i++)
+                if (!isxdigit((unsigned char)name[i]) || isupper((unsigned char)name[i]))
+                        return false;
+        if (streq(name + 15, "-in"))
+                *dir = FW_INBOUND;
+        else if (streq(name + 15, "-out"))
+                *dir = FW_OUTBOUND;
+        else
+                return false;
+        memcpy(ifname, name, 15);
+        ifname[15] = '\0';
+        return true;
+}
+
+size_t fw_comment_head_len(const char *comment)
+{
+        size_t len = strlen(comment);
+        if (len <= FW_COMMENT_HEAD)
+                return len;
+        size_t cut = FW_COMMENT_HEAD;
+        while (cut > 0 && ((unsigned char)comment[cut] & 0xc0) == 0x80)
+                cut--;
+        return cut;
+}
+
+/* ---- the batch ---- */
+
+static void op_free(enum fw_op_kind kind, void *obj)
+{
+        if (!obj)
+                return;
+        switch (kind) {
+        case FW_OP_TABLE_ADD:
+                nftnl_table_free(obj);
+                break;
+        case FW_OP_CHAIN_ADD:
+        case FW_OP_CHAIN_DEL:
+                nftnl_chain_free(obj);
+                break;
+        case FW_OP_SET_ADD:
+        case FW_OP_ELEM_ADD:
+        case FW_OP_ELEM_DEL:
+                nftnl_set_free(obj);
+                break;
+        case FW_OP_CHAIN_FLUSH:
+        case FW_OP_RULE_ADD:
+                nftnl_rule_free(obj);
+                break;
+        }
+}
+
+void fw_batch_init(struct fw_batch *b, const char *table)
+{
+        memset(b, 0, sizeof(*b));
+        b->next_set_id = 1;
+        snprintf(b->table, sizeof(b->table), "%s", table);
+}
+
+void fw_batch_clear(struct fw_batch *b)
+{
+        for (size_t i = 0; i < b->n; i++)
+                op_free(b->ops[i].kind, b->ops[i].obj);
+        free(b->ops);
+        b->ops = NULL;
+        b->n = b->cap = 0;
+}
+
+int fw_batch_add(struct fw_batch *b, enum fw_op_kind kind, void *obj, struct na_error *err, const char *fmt, ...)
+{
+        if (!obj)
+                return na_error_sys(err, ENOMEM, "firewall batch");
+        if (b->n == b->cap) {
+                size_t cap = b->cap ? b->cap * 2 : 64;
+                struct fw_op *ops = realloc(b->ops, cap * sizeof(*ops));
+                if (!ops) {
+                        op_free(kind, obj);
+                        return na_error_sys(err, ENOMEM, "firewall batch");
+                }
+                b->ops = ops;
+                b->cap = cap;
+        }
+        struct fw_op *op = &b->ops[b->n++];
+        op->kind = kind;
+        op->obj = obj;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(op->what, sizeof(op->what), fmt, ap);
+        va_end(ap);
+        return 0;
+}
+
+/* Room kept free before each message is built: libnftnl does not bound its writes. */
+#define MSG_HEADROOM (64u * 1024u)
+
+static int reserve(char **buf, size_t *cap, size_t used, struct na_error *err)
+{
+        if (*cap - used >= MSG_HEADROOM)
+                return 0;
+        size_t ncap = *cap ? *cap * 2 : 4 * MSG_HEADROOM;
+        while (ncap - used < MSG_HEADROOM)
+                ncap *= 2;
+        char *n = realloc(*buf, ncap);
+        if (!n)
+                return na_error_sys(err, ENOMEM, "firewall batch of %zu bytes", ncap);
+        memset(n + *cap, 0, ncap - *cap);
+        *buf = n;
+        *cap = ncap;
+        return 0;
+}
+
+static void op_message(const struct fw_op *op, char *at, uint32_t seq, uint16_t ack)
+{
+        struct nlmsghdr *nlh;
+        switch (op->kind) {
+        case FW_OP_TABLE_ADD:
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWTABLE, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
+                nftnl_table_nlmsg_build_payload(nlh, op->obj);
+                break;
+        case FW_OP_CHAIN_ADD:
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWCHAIN, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
+                nftnl_chain_nlmsg_build_payload(nlh, op->obj);
+                break;
+        case FW_OP_CHAIN_DEL:
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELCHAIN, NFPROTO_INET, ack, seq);
+                nftnl_chain_nlmsg_build_payload(nlh, op->obj);
+                break;
+        case FW_OP_CHAIN_FLUSH:
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELRULE, NFPROTO_INET, ack, seq);
+                nftnl_rule_nlmsg_build_payload(nlh, op->obj);
+                break;
+        case FW_OP_SET_ADD:
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWSET, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
+                nftnl_set_nlmsg_build_payload(nlh, op->obj);
+                break;
+        case FW_OP_ELEM_ADD:
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWSETELEM, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
+                nftnl_set_elems_nlmsg_build_payload(nlh, op->obj);
+                break;
+        case FW_OP_ELEM_DEL:
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELSETELEM, NFPROTO_INET, ack, seq);
+                nftnl_set_elems_nlmsg_build_payload(nlh, op->obj);
+                break;
+        case FW_OP_RULE_ADD:
+        default:
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWRULE, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | NLM_F_APPEND | ack),
+                                            seq);
+                nftnl_rule_nlmsg_build_payload(nlh, op->obj);
+                break;
+        }
+}
+
+int fw_batch_serialize(const struct fw_batch *b, uint32_t seq, char **ret_buf, size_t *ret_len, struct na_error *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t cap = 0, len = 0;
+        int r = reserve(&buf, &cap, len, err);
+        if (r < 0)
+                return r;
+        struct nlmsghdr *nlh = nftnl_batch_begin(buf, seq++);
+        len += NLMSG_ALIGN(nlh->nlmsg_len);
+        for (size_t i = 0; i < b->n; i++) {
+                r = reserve(&buf, &cap, len, err);
+                if (r < 0)
+                        return r;
+                /* the last operation asks for an ack: the positive answer that the batch was committed */
+                op_message(&b->ops[i], buf + len, seq++, i + 1 == b->n ? NLM_F_ACK : 0);
+                nlh = (struct nlmsghdr *)(void *)(buf + len);
+                if (nlh->nlmsg_len > MSG_HEADROOM)
+                        return na_error_set(err, EMSGSIZE, NA_E_INTERNAL, "firewall: %s: message too large",
+                                            b->ops[i].what);
+                len += NLMSG_ALIGN(nlh->nlmsg_len);
+        }
+        r = reserve(&buf, &cap, len, err);
+        if (r < 0)
+                return r;
+        nlh = nftnl_batch_end(buf + len, seq);
+        len += NLMSG_ALIGN(nlh->nlmsg_len);
+        *ret_len = len;
+        *ret_buf = TAKE_PTR(buf);
+        return 0;
+}

@@ -1,0 +1,81 @@
+/*
+ * The per-server firewall on nftables (libnftnl + libmnl, netlink only). See the top
+ * of firewall/fw.c for how the table is laid out and why.
+ *
+ * Every function is thread-safe (one lock around the netlink socket and the state
+ * files); handlers for different servers may call them concurrently. Failures:
+ * DRIVER_ERROR (details.reason = the kernel's answer) when the kernel refuses,
+ * INTERNAL_ERROR for the rest; messages name the server ("vps <id>: firewall: ...").
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/error.h"
+#include "proto/firewall.h"
+
+#define FW_DEFAULT_TABLE "nodeagent"
+
+struct fw;
+
+struct fw_options {
+        const char *table;     /* the agent's inet table; NULL: FW_DEFAULT_TABLE */
+        const char *state_dir; /* configurations go to <state_dir>/firewall/<vps_id>.json; NULL: kept nowhere */
+        int netns_fd;          /* network namespace to work in; -1: the caller's */
+};
+
+/* Open the netlink socket (in opt->netns_fd's namespace) and the state directory. Touches no rule. */
+int fw_open(const struct fw_options *opt, struct fw **ret, struct na_error *err);
+/* Close the socket. The rules stay in force: the kernel keeps them without the agent. */
+void fw_close(struct fw *fw);
+
+/*
+ * Replace a server's configuration in one netlink batch: if the kernel refuses any
+ * part, nothing changes and the previous rules stay in force. Rules without an id
+ * (0) get the next free one (above every id the server has or had). cfg must be
+ * valid (proto_fw_decode). enabled = false keeps the rules in the kernel but takes
+ * the server's interface out of the dispatch maps, so nothing is filtered. The
+ * configuration is stored after the kernel took it. ret_live (optional) receives
+ * the configuration read back from the kernel.
+ */
+int fw_set(struct fw *fw, const char *vps_id, const struct fw_config *cfg, struct fw_config *ret_live,
+           struct na_error *err);
+
+/* The configuration the kernel enforces now, rebuilt from the live ruleset. */
+int fw_get(struct fw *fw, const char *vps_id, struct fw_config *ret, struct na_error *err);
+
+/*
+ * Compare the live ruleset with the stored configuration. Returns the number of
+ * differences (0: none) and, optionally, the live configuration and the reasons
+ * (a JSON array of strings, e.g. "rule 3: port: kernel 2222, stored 22", "inbound
+ * rule (handle 12) was added by hand").
+ */
+int fw_check_drift(struct fw *fw, const char *vps_id, struct fw_config *ret_live, json_t **ret_reasons,
+                   struct na_error *err);
+
+/* Remove a server's chains, dispatch elements and stored configuration (vps.delete). Idempotent. */
+int fw_remove(struct fw *fw, const char *vps_id, struct na_error *err);
+
+struct fw_reconcile_stats {
+        size_t applied;  /* stored configurations applied */
+        size_t removed;  /* servers whose chains were removed */
+        size_t failed;   /* servers the kernel refused (the others are applied all the same) */
+};
+
+/*
+ * At start: in one batch, re-apply the stored configuration of every server in
+ * known_ids (NULL: of every stored server) and remove the chains and stored
+ * configuration of servers not in known_ids (NULL: remove none). Chains of a known
+ * server without a stored configuration are left as they are. If the kernel
+ * refuses the batch, each server is tried in a batch of its own.
+ */
+int fw_reconcile(struct fw *fw, const char *const *known_ids, struct fw_reconcile_stats *ret, struct na_error *err);
+
+/*
+ * The batch fw_set would send for cfg on an empty table, as stable text (one
+ * operation a line, expressions indented): for golden tests. No kernel involved.
+ */
+int fw_render_set(const char *table, const char *vps_id, const struct fw_config *cfg, char **ret_text,
+                  struct na_error *err);
