@@ -1,0 +1,651 @@
+/*
+ * The firewall library against the real kernel, inside a private network namespace
+ * (this process unshares one at start; the host's ruleset is never touched): apply,
+ * read back, compare with what was set and with `nft list`; disabled servers; rule
+ * ids; atomicity when the kernel refuses part of a batch; drift after hand edits;
+ * reconcile; remove; concurrent changes; rules written by hand with nft.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/fileio.h"
+#include "common/json-cleanup.h"
+#include "firewall/fw.h"
+#include "fw-test.h"
+
+#define VPS1 "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
+#define IF1 "nav6f1c2a3b4c5d"
+#define VPS2 "0a1b2c3d-0000-4000-8000-00000000beef"
+#define IF2 "nav0a1b2c3d0000"
+#define VPS3 "11111111-2222-4333-8444-555555555555"
+#define VPS4 "99999999-aaaa-4bbb-8ccc-dddddddddddd"
+#define IF4 "nav99999999aaaa"
+
+struct env {
+        char dir[64];
+        struct fw *fw;
+};
+
+static int setup(void **state)
+{
+        struct env *e = calloc(1, sizeof(*e));
+        snprintf(e->dir, sizeof(e->dir), "/tmp/fw-netns.XXXXXX");
+        if (!mkdtemp(e->dir))
+                return -1;
+        /* every test starts from an empty ruleset (of this namespace) */
+        if (fwt_nft(NULL, "flush ruleset") != 0)
+                return -1;
+        struct fw_options opt = { .state_dir = e->dir, .netns_fd = -1 };
+        struct na_error err = NA_ERROR_INIT;
+        if (fw_open(&opt, &e->fw, &err) < 0) {
+                print_error("fw_open: %s\n", err.message);
+                return -1;
+        }
+        *state = e;
+        return 0;
+}
+
+static void rm_state(const char *dir)
+{
+        char path[512];
+        snprintf(path, sizeof(path), "%s/firewall", dir);
+        const char *ids[] = { VPS1, VPS2, VPS3, VPS4 };
+        for (size_t i = 0; i < 4; i++) {
+                char file[600];
+                snprintf(file, sizeof(file), "%s/%s.json", path, ids[i]);
+                unlink(file);
+        }
+        rmdir(path);
+        rmdir(dir);
+}
+
+static int teardown(void **state)
+{
+        struct env *e = *state;
+        fw_close(e->fw);
+        rm_state(e->dir);
+        free(e);
+        return 0;
+}
+
+static void load(const char *name, struct fw_config *cfg)
+{
+        char rel[256];
+        snprintf(rel, sizeof(rel), "tests/firewall/golden/%s.json", name);
+        char *text = fwt_read_source(rel);
+        assert_non_null(text);
+        fwt_config(text, cfg);
+        free(text);
+}
+
+static void assert_same(const struct fw_config *got, const struct fw_config *want)
+{
+        if (proto_fw_equal(got, want))
+                return;
+        _cleanup_json_ json_t *g = proto_fw_encode(got), *w = proto_fw_encode(want);
+        char *gs = json_dumps(g, JSON_INDENT(1)), *ws = json_dumps(w, JSON_INDENT(1));
+        print_error("got:\n%s\nwanted:\n%s\n", gs, ws);
+        free(gs);
+        free(ws);
+        fail();
+}
+
+static void set_ok(struct fw *fw, const char *id, const struct fw_config *cfg, struct fw_config *live)
+{
+        struct na_error err = NA_ERROR_INIT;
+        if (fw_set(fw, id, cfg, live, &err) < 0) {
+                print_error("fw_set: %s\n", err.message);
+                fail();
+        }
+}
+
+static int drift(struct fw *fw, const char *id, json_t **reasons)
+{
+        struct na_error err = NA_ERROR_INIT;
+        int n = fw_check_drift(fw, id, NULL, reasons, &err);
+        if (n < 0) {
+                print_error("fw_check_drift: %s\n", err.message);
+                fail();
+        }
+        return n;
+}
+
+static bool has_reason(json_t *reasons, const char *fragment)
+{
+        size_t i;
+        json_t *v;
+        json_array_foreach(reasons, i, v)
+                if (strstr(json_string_value(v), fragment))
+                        return true;
+        char *d = json_dumps(reasons, 0);
+        print_error("no reason with \"%s\" in %s\n", fragment, d);
+        free(d);
+        return false;
+}
+
+/* What fw_set does with ids: kept, or the next free one. */
+static void with_ids(const struct fw_config *in, uint32_t next, struct fw_config *out)
+{
+        assert_int_equal(proto_fw_copy(out, in, NULL), 0);
+        for (size_t i = 0; i < out->n_rules; i++)
+                if (out->rules[i].id >= next)
+                        next = out->rules[i].id + 1;
+        for (size_t i = 0; i < out->n_rules; i++)
+                if (!out->rules[i].id)
+                        out->rules[i].id = next++;
+}
+
+static void golden_listing(const char *name)
+{
+        char *listing = NULL;
+        assert_int_equal(fwt_nft(&listing, "-s list table inet nodeagent"), 0);
+        char rel[256];
+        snprintf(rel, sizeof(rel), "tests/firewall/golden/%s.nft", name);
+        fwt_golden(rel, listing);
+        free(listing);
+}
+
+/* ---- tests ---- */
+
+static void test_round_trip(void **state)
+{
+        struct env *e = *state;
+        const char *names[] = { "basic", "all-fields" };
+        for (size_t k = 0; k < 2; k++) {
+                struct fw_config cfg, want, live, got;
+                load(names[k], &cfg);
+                with_ids(&cfg, 1, &want);
+                set_ok(e->fw, VPS1, &cfg, &live);
+                assert_same(&live, &want);
+                _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+                assert_int_equal(fw_get(e->fw, VPS1, &got, &err), 0);
+                assert_same(&got, &want);
+                _cleanup_json_ json_t *reasons = NULL;
+                assert_int_equal(drift(e->fw, VPS1, &reasons), 0);
+                /* the kernel's own view, through nft */
+                golden_listing(names[k]);
+                /* the same configuration again changes nothing */
+                proto_fw_clear(&live);
+                set_ok(e->fw, VPS1, &want, &live);
+                assert_same(&live, &want);
+                proto_fw_clear(&cfg);
+                proto_fw_clear(&want);
+                proto_fw_clear(&live);
+                proto_fw_clear(&got);
+                assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+                _cleanup_na_error_ struct na_error rerr = NA_ERROR_INIT;
+                assert_int_equal(fw_remove(e->fw, VPS1, &rerr), 0);
+        }
+}
+
+static void test_unknown_server_reads_off(void **state)
+{
+        struct env *e = *state;
+        struct fw_config got;
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_get(e->fw, VPS2, &got, &err), 0);
+        assert_false(got.enabled);
+        assert_int_equal(got.inbound_policy, FW_ACTION_ALLOW);
+        assert_int_equal(got.outbound_policy, FW_ACTION_ALLOW);
+        assert_int_equal(got.n_rules, 0);
+        proto_fw_clear(&got);
+        _cleanup_json_ json_t *reasons = NULL;
+        assert_int_equal(drift(e->fw, VPS2, &reasons), 0);
+        assert_int_equal(fw_get(e->fw, "not-a-uuid", &got, &err), -EINVAL);
+}
+
+static void test_disabled(void **state)
+{
+        struct env *e = *state;
+        struct fw_config cfg, live;
+        load("disabled", &cfg);
+        set_ok(e->fw, VPS1, &cfg, &live);
+        assert_same(&live, &cfg);
+        char *out = NULL;
+        assert_int_equal(fwt_nft(&out, "list map inet nodeagent vps-in-map"), 0);
+        assert_null(strstr(out, IF1));
+        free(out);
+        assert_int_equal(fwt_nft(&out, "list chain inet nodeagent " IF1 "-in"), 0);
+        assert_non_null(strstr(out, "tcp dport 22"));
+        free(out);
+        /* on again: dispatched */
+        cfg.enabled = true;
+        proto_fw_clear(&live);
+        set_ok(e->fw, VPS1, &cfg, &live);
+        assert_true(live.enabled);
+        assert_int_equal(fwt_nft(&out, "list map inet nodeagent vps-in-map"), 0);
+        assert_non_null(strstr(out, "\"" IF1 "\" : jump " IF1 "-in"));
+        free(out);
+        proto_fw_clear(&cfg);
+        proto_fw_clear(&live);
+}
+
+static void test_ids(void **state)
+{
+        struct env *e = *state;
+        struct fw_config cfg, live;
+        fwt_config("{\"enabled\": true, \"inboundPolicy\": \"deny\", \"outboundPolicy\": \"allow\", \"rules\": ["
+                   "{\"type\": \"inbound\", \"protocol\": \"tcp\", \"port\": \"22\", \"action\": \"allow\"},"
+                   "{\"type\": \"inbound\", \"protocol\": \"tcp\", \"port\": \"80\", \"action\": \"allow\"},"
+                   "{\"type\": \"inbound\", \"protocol\": \"tcp\", \"port\": \"443\", \"action\": \"allow\"}]}",
+                   &cfg);
+        set_ok(e->fw, VPS1, &cfg, &live);
+        assert_int_equal(live.rules[0].id, 1);
+        assert_int_equal(live.rules[1].id, 2);
+        assert_int_equal(live.rules[2].id, 3);
+        proto_fw_clear(&cfg);
+        proto_fw_clear(&live);
+        /* keep 1, drop 2 and 3, add two new ones: they get 4 and 5 (3 was handed out before) */
+        fwt_config("{\"enabled\": true, \"inboundPolicy\": \"deny\", \"outboundPolicy\": \"allow\", \"rules\": ["
+                   "{\"type\": \"outbound\", \"protocol\": \"udp\", \"port\": \"53\", \"action\": \"deny\"},"
+                   "{\"id\": 1, \"type\": \"inbound\", \"protocol\": \"tcp\", \"port\": \"22\", \"action\": \"allow\"},"
+                   "{\"type\": \"inbound\", \"protocol\": \"icmp\", \"action\": \"allow\"}]}",
+                   &cfg);
+        set_ok(e->fw, VPS1, &cfg, &live);
+        assert_int_equal(live.n_rules, 3);
+        assert_int_equal(live.rules[0].id, 4);
+        assert_int_equal(live.rules[1].id, 1);
+        assert_int_equal(live.rules[2].id, 5);
+        proto_fw_clear(&cfg);
+        proto_fw_clear(&live);
+        /* drop the highest id and add one: 5 is not handed out again */
+        fwt_config("{\"enabled\": true, \"inboundPolicy\": \"deny\", \"outboundPolicy\": \"allow\", \"rules\": ["
+                   "{\"id\": 1, \"type\": \"inbound\", \"protocol\": \"tcp\", \"port\": \"22\", \"action\": \"allow\"},"
+                   "{\"type\": \"inbound\", \"protocol\": \"tcp\", \"port\": \"8080\", \"action\": \"allow\"}]}",
+                   &cfg);
+        set_ok(e->fw, VPS1, &cfg, &live);
+        assert_int_equal(live.rules[1].id, 6);
+        proto_fw_clear(&cfg);
+        proto_fw_clear(&live);
+
+        /* without a state directory the kernel's ids are the reference */
+        struct fw *bare = NULL;
+        struct fw_options opt = { .netns_fd = -1 };
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_open(&opt, &bare, &err), 0);
+        fwt_config("{\"enabled\": true, \"inboundPolicy\": \"deny\", \"outboundPolicy\": \"allow\", \"rules\": ["
+                   "{\"type\": \"inbound\", \"protocol\": \"tcp\", \"port\": \"25\", \"action\": \"deny\"}]}",
+                   &cfg);
+        set_ok(bare, VPS1, &cfg, &live);
+        assert_int_equal(live.rules[0].id, 7);
+        proto_fw_clear(&cfg);
+        proto_fw_clear(&live);
+        fw_close(bare);
+}
+
+/* The kernel refuses the last element of the batch: nothing of it stays. */
+static void test_atomic_conflict(void **state)
+{
+        struct env *e = *state;
+        struct fw_config a, b, live, got;
+        load("disabled", &a);
+        set_ok(e->fw, VPS1, &a, &live);
+        proto_fw_clear(&live);
+        /* by hand: the server's interface already dispatched elsewhere */
+        assert_int_equal(fwt_nft(NULL, "add chain inet nodeagent elsewhere"), 0);
+        assert_int_equal(fwt_nft(NULL, "add element inet nodeagent vps-in-map { " IF1 " : jump elsewhere }"), 0);
+
+        load("basic", &b);
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_true(fw_set(e->fw, VPS1, &b, &live, &err) < 0);
+        assert_string_equal(err.code, NA_E_DRIVER);
+        assert_int_equal(err.http_status, 502);
+        assert_non_null(strstr(err.message, "vps " VPS1 ": firewall: the kernel refused element " IF1 " of map vps-in-map"));
+        assert_non_null(json_object_get(err.details, "reason"));
+
+        /* the old rules are in force, the stored configuration is the old one */
+        _cleanup_na_error_ struct na_error gerr = NA_ERROR_INIT;
+        assert_int_equal(fw_get(e->fw, VPS1, &got, &gerr), 0);
+        assert_int_equal(got.n_rules, 1);
+        assert_same(&got, &a);
+        proto_fw_clear(&got);
+        char *out = NULL;
+        assert_int_equal(fwt_nft(&out, "list chain inet nodeagent " IF1 "-in"), 0);
+        assert_null(strstr(out, "dport 80"));
+        assert_null(strstr(out, "icmp"));
+        free(out);
+        char path[512], *text = NULL;
+        snprintf(path, sizeof(path), "%s/firewall/%s.json", e->dir, VPS1);
+        assert_int_equal(na_read_file(path, 1 << 20, &text, NULL, &gerr), 0);
+        _cleanup_json_ json_t *stored = fwt_json(text);
+        free(text);
+        struct fw_config sc;
+        assert_int_equal(proto_fw_decode(stored, &sc, &gerr), 0);
+        assert_same(&sc, &a);
+        proto_fw_clear(&sc);
+        proto_fw_clear(&a);
+        proto_fw_clear(&b);
+}
+
+/* The kernel refuses an operation in the middle of the batch (after the flushes): all is rolled back. */
+static void test_atomic_middle(void **state)
+{
+        struct env *e = *state;
+        struct fw_config a, live, got;
+        load("basic", &a);
+        set_ok(e->fw, VPS1, &a, &live);
+        /* by hand: another chain jumps to the server's inbound chain, so it cannot be deleted */
+        assert_int_equal(fwt_nft(NULL, "add chain inet nodeagent other"), 0);
+        assert_int_equal(fwt_nft(NULL, "add rule inet nodeagent other jump " IF1 "-in"), 0);
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_true(fw_remove(e->fw, VPS1, &err) < 0);
+        assert_string_equal(err.code, NA_E_DRIVER);
+        assert_non_null(strstr(err.message, "deletion of chain " IF1 "-in"));
+
+        _cleanup_na_error_ struct na_error gerr = NA_ERROR_INIT;
+        assert_int_equal(fw_get(e->fw, VPS1, &got, &gerr), 0);
+        assert_same(&got, &live);
+        assert_true(got.enabled);
+        proto_fw_clear(&got);
+        _cleanup_json_ json_t *reasons = NULL;
+        assert_int_equal(drift(e->fw, VPS1, &reasons), 0); /* stored configuration kept too */
+
+        assert_int_equal(fwt_nft(NULL, "flush chain inet nodeagent other"), 0);
+        assert_int_equal(fwt_nft(NULL, "delete chain inet nodeagent other"), 0);
+        _cleanup_na_error_ struct na_error rerr = NA_ERROR_INIT;
+        assert_int_equal(fw_remove(e->fw, VPS1, &rerr), 0);
+        char *out = NULL;
+        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_null(strstr(out, IF1));
+        free(out);
+        proto_fw_clear(&a);
+        proto_fw_clear(&live);
+}
+
+static void test_drift(void **state)
+{
+        struct env *e = *state;
+        struct fw_config a, live, got;
+        load("basic", &a);
+        set_ok(e->fw, VPS1, &a, &live);
+        _cleanup_json_ json_t *reasons = NULL;
+        assert_int_equal(drift(e->fw, VPS1, &reasons), 0);
+
+        /* by hand: a rule inserted at the top, and the outbound chain emptied */
+        assert_int_equal(fwt_nft(NULL, "insert rule inet nodeagent " IF1 "-in tcp dport 23 accept"), 0);
+        assert_int_equal(fwt_nft(NULL, "flush chain inet nodeagent " IF1 "-out"), 0);
+        json_decref(reasons);
+        reasons = NULL;
+        assert_true(drift(e->fw, VPS1, &reasons) >= 4);
+        assert_true(has_reason(reasons, "rule 5: only in the kernel"));
+        assert_true(has_reason(reasons, "rule 4: only in the stored configuration"));
+        assert_true(has_reason(reasons, "inbound rule (handle"));
+        assert_true(has_reason(reasons, "was added by hand"));
+        assert_true(has_reason(reasons, "outbound chain has no policy rule"));
+
+        /* get shows what the kernel does: the hand-made rule first, with a new id */
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_get(e->fw, VPS1, &got, &err), 0);
+        assert_int_equal(got.rules[0].id, 5);
+        assert_int_equal(got.rules[0].port.v[0], 23);
+        assert_int_equal(got.outbound_policy, FW_ACTION_ALLOW);
+        /* applying what get answered makes it the stored configuration: no drift left */
+        proto_fw_clear(&live);
+        set_ok(e->fw, VPS1, &got, &live);
+        assert_same(&live, &got);
+        json_decref(reasons);
+        reasons = NULL;
+        assert_int_equal(drift(e->fw, VPS1, &reasons), 0);
+
+        /* a rule the configuration cannot express is left out and reported */
+        assert_int_equal(fwt_nft(NULL, "add rule inet nodeagent " IF1 "-in meta mark 42 accept"), 0);
+        json_decref(reasons);
+        reasons = NULL;
+        assert_int_equal(drift(e->fw, VPS1, &reasons), 2);
+        assert_true(has_reason(reasons, "cannot be expressed as a configuration rule: a meta match"));
+        assert_true(has_reason(reasons, "inbound chain has rules after its policy rule"));
+        proto_fw_clear(&a);
+        proto_fw_clear(&live);
+        proto_fw_clear(&got);
+}
+
+static void test_hand_written_set(void **state)
+{
+        struct env *e = *state;
+        struct fw_config a, live, got;
+        load("disabled", &a);
+        set_ok(e->fw, VPS1, &a, &live);
+        assert_int_equal(fwt_nft(NULL, "add rule inet nodeagent " IF1 "-in ip6 saddr 2001:db8::/48 udp dport { 5353, 53 } "
+                                       "counter drop comment \"dns\""),
+                         0);
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_get(e->fw, VPS1, &got, &err), 0);
+        /* after the policy rule: it is read, but the chain is reported as changed */
+        assert_int_equal(got.n_rules, 2);
+        char buf[128];
+        assert_string_equal(proto_fw_ports_format(&got.rules[1].port, buf, sizeof(buf)), "53,5353");
+        assert_string_equal(proto_fw_addr_format(&got.rules[1].source, buf, sizeof(buf)), "2001:db8::/48");
+        assert_int_equal(got.rules[1].protocol, FW_PROTO_UDP);
+        assert_int_equal(got.rules[1].action, FW_ACTION_DENY);
+        assert_string_equal(got.rules[1].comment, "dns");
+        assert_int_equal(got.rules[1].id, 2);
+        _cleanup_json_ json_t *reasons = NULL;
+        assert_true(drift(e->fw, VPS1, &reasons) > 0);
+        assert_true(has_reason(reasons, "inbound chain has rules after its policy rule"));
+        proto_fw_clear(&a);
+        proto_fw_clear(&live);
+        proto_fw_clear(&got);
+}
+
+static void test_reconcile(void **state)
+{
+        struct env *e = *state;
+        struct fw_config a, b, live;
+        load("basic", &a);
+        load("all-fields", &b);
+        /* stored and applied: 1, 2 and 3; then the kernel loses everything (a reboot) */
+        set_ok(e->fw, VPS1, &a, &live);
+        proto_fw_clear(&live);
+        set_ok(e->fw, VPS2, &b, &live);
+        proto_fw_clear(&live);
+        set_ok(e->fw, VPS3, &a, &live);
+        proto_fw_clear(&live);
+        assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+        /* and the kernel has chains of a server the agent does not know, made by an old run */
+        struct fw_options opt = { .netns_fd = -1 };
+        struct fw *other = NULL;
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_open(&opt, &other, &err), 0);
+        set_ok(other, VPS4, &a, &live);
+        proto_fw_clear(&live);
+        fw_close(other);
+
+        /* NULL: keep everything, apply every stored configuration */
+        struct fw_reconcile_stats st;
+        assert_int_equal(fw_reconcile(e->fw, NULL, &st, &err), 0);
+        assert_int_equal(st.applied, 3);
+        assert_int_equal(st.removed, 0);
+        const char *ids[] = { VPS1, VPS2, VPS3 };
+        for (size_t i = 0; i < 3; i++) {
+                _cleanup_json_ json_t *reasons = NULL;
+                assert_int_equal(drift(e->fw, ids[i], &reasons), 0);
+        }
+        char *out = NULL;
+        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_non_null(strstr(out, IF4 "-in"));
+        free(out);
+
+        /* the agent knows 1 and 2 (upper case ids work too): 3 (stored) and 4 (chains only) go */
+        const char *known[] = { VPS1, "0A1B2C3D-0000-4000-8000-00000000BEEF", NULL };
+        assert_int_equal(fw_reconcile(e->fw, known, &st, &err), 0);
+        assert_int_equal(st.applied, 2);
+        assert_int_equal(st.removed, 2);
+        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_null(strstr(out, IF4));
+        assert_null(strstr(out, "nav111111112222"));
+        assert_non_null(strstr(out, IF1 "-in"));
+        assert_non_null(strstr(out, IF2 "-out"));
+        free(out);
+        char path[512];
+        struct stat sb;
+        snprintf(path, sizeof(path), "%s/firewall/%s.json", e->dir, VPS3);
+        assert_int_equal(stat(path, &sb), -1);
+        snprintf(path, sizeof(path), "%s/firewall/%s.json", e->dir, VPS1);
+        assert_int_equal(stat(path, &sb), 0);
+
+        /* an empty list: everything goes */
+        const char *none[] = { NULL };
+        assert_int_equal(fw_reconcile(e->fw, none, &st, &err), 0);
+        assert_int_equal(st.removed, 2);
+        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_null(strstr(out, "nav"));
+        free(out);
+        proto_fw_clear(&a);
+        proto_fw_clear(&b);
+}
+
+static void test_remove(void **state)
+{
+        struct env *e = *state;
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        /* nothing there: fine, twice */
+        assert_int_equal(fw_remove(e->fw, VPS1, &err), 0);
+        assert_int_equal(fw_remove(e->fw, VPS1, &err), 0);
+        struct fw_config a, live;
+        load("all-fields", &a);
+        set_ok(e->fw, VPS1, &a, &live);
+        proto_fw_clear(&live);
+        set_ok(e->fw, VPS2, &a, &live);
+        proto_fw_clear(&live);
+        assert_int_equal(fw_remove(e->fw, VPS1, &err), 0);
+        assert_int_equal(fw_remove(e->fw, VPS1, &err), 0);
+        char *out = NULL;
+        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_null(strstr(out, IF1));
+        assert_non_null(strstr(out, IF2)); /* the other server is untouched */
+        free(out);
+        struct fw_config got;
+        assert_int_equal(fw_get(e->fw, VPS1, &got, &err), 0);
+        assert_false(got.enabled);
+        assert_int_equal(got.n_rules, 0);
+        proto_fw_clear(&got);
+        _cleanup_json_ json_t *reasons = NULL;
+        assert_int_equal(drift(e->fw, VPS1, &reasons), 0);
+        proto_fw_clear(&a);
+}
+
+/* A configuration of the maximum size, and a table flushed by hand that heals at the next change. */
+static void test_max_and_heal(void **state)
+{
+        struct env *e = *state;
+        json_t *rules = json_array();
+        for (int i = 0; i < FW_RULES_MAX; i++) {
+                char port[16], src[32];
+                snprintf(port, sizeof(port), "%d", 1 + i);
+                snprintf(src, sizeof(src), "10.%d.%d.0/24", i / 256, i % 256);
+                json_array_append_new(rules, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", i % 2 ? "inbound" : "outbound",
+                                                       "protocol", "tcp", "action", "allow", "port", port,
+                                                       i % 2 ? "source" : "destination", src));
+        }
+        _cleanup_json_ json_t *j = json_pack("{s:b, s:s, s:s, s:o}", "enabled", 1, "inboundPolicy", "deny",
+                                             "outboundPolicy", "deny", "rules", rules);
+        struct fw_config cfg, want, live;
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(proto_fw_decode(j, &cfg, &err), 0);
+        with_ids(&cfg, 1, &want);
+        set_ok(e->fw, VPS1, &cfg, &live);
+        assert_same(&live, &want);
+        proto_fw_clear(&live);
+
+        assert_int_equal(fwt_nft(NULL, "flush chain inet nodeagent vps-in"), 0);
+        assert_int_not_equal(fwt_nft(NULL, "delete map inet nodeagent vps-out-map"), 0); /* in use */
+        set_ok(e->fw, VPS1, &want, &live);
+        assert_same(&live, &want);
+        char *out = NULL;
+        assert_int_equal(fwt_nft(&out, "list chain inet nodeagent vps-in"), 0);
+        assert_non_null(strstr(out, "oifname vmap @vps-in-map"));
+        free(out);
+        proto_fw_clear(&cfg);
+        proto_fw_clear(&want);
+        proto_fw_clear(&live);
+}
+
+struct worker {
+        struct fw *fw;
+        char id[40];
+        int failures;
+};
+
+static void *concurrent_worker(void *arg)
+{
+        struct worker *w = arg;
+        for (int i = 0; i < 15; i++) {
+                char text[512];
+                snprintf(text, sizeof(text),
+                         "{\"enabled\": %s, \"inboundPolicy\": \"deny\", \"outboundPolicy\": \"allow\", \"rules\": ["
+                         "{\"type\": \"inbound\", \"protocol\": \"tcp\", \"port\": \"%d\", \"action\": \"allow\"},"
+                         "{\"type\": \"outbound\", \"protocol\": \"udp\", \"port\": \"%d,%d\", \"action\": \"deny\"}]}",
+                         i % 3 ? "true" : "false", 1000 + i, 2000 + i, 3000 + i);
+                json_error_t jerr;
+                json_t *j = json_loads(text, 0, &jerr);
+                struct fw_config cfg, live;
+                struct na_error err = NA_ERROR_INIT;
+                if (!j || proto_fw_decode(j, &cfg, &err) < 0 || fw_set(w->fw, w->id, &cfg, &live, &err) < 0) {
+                        w->failures++;
+                        na_error_clear(&err);
+                        json_decref(j);
+                        continue;
+                }
+                if (live.n_rules != 2 || live.rules[0].port.v[0] != 1000 + i || live.enabled != (i % 3 != 0))
+                        w->failures++;
+                proto_fw_clear(&cfg);
+                proto_fw_clear(&live);
+                json_decref(j);
+                struct fw_config got;
+                if (fw_get(w->fw, w->id, &got, &err) < 0 || got.n_rules != 2)
+                        w->failures++;
+                proto_fw_clear(&got);
+                na_error_clear(&err);
+        }
+        return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+        struct env *e = *state;
+        struct worker w[4] = { { .fw = e->fw }, { .fw = e->fw }, { .fw = e->fw }, { .fw = e->fw } };
+        const char *ids[] = { VPS1, VPS2, VPS3, VPS4 };
+        pthread_t t[4];
+        for (int i = 0; i < 4; i++) {
+                snprintf(w[i].id, sizeof(w[i].id), "%s", ids[i]);
+                assert_int_equal(pthread_create(&t[i], NULL, concurrent_worker, &w[i]), 0);
+        }
+        for (int i = 0; i < 4; i++) {
+                pthread_join(t[i], NULL);
+                assert_int_equal(w[i].failures, 0);
+                _cleanup_json_ json_t *reasons = NULL;
+                assert_int_equal(drift(e->fw, ids[i], &reasons), 0);
+        }
+}
+
+int main(void)
+{
+        if (!fwt_private_netns()) {
+                fprintf(stderr, "test-fw-netns: needs root for a private network namespace: skipped\n");
+                return 77;
+        }
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_unknown_server_reads_off, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_disabled, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_ids, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_atomic_conflict, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_atomic_middle, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_drift, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hand_written_set, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reconcile, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_max_and_heal, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
