@@ -104,7 +104,7 @@ static void *writer_main(void *arg)
 static uint64_t queue(struct na_journal_writer *w, struct op *o)
 {
         pthread_mutex_lock(&w->lock);
-        o->ticket = ++w->next_ticket;
+        uint64_t ticket = o->ticket = ++w->next_ticket;
         if (w->tail)
                 w->tail->next = o;
         else
@@ -112,7 +112,7 @@ static uint64_t queue(struct na_journal_writer *w, struct op *o)
         w->tail = o;
         pthread_cond_signal(&w->work);
         pthread_mutex_unlock(&w->lock);
-        return o->ticket;
+        return ticket; /* not o->ticket: once unlocked, the writer may have freed o */
 }
 
 uint64_t na_journal_writer_append(struct na_journal_writer *w, const void *data, size_t len)
