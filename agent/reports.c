@@ -105,8 +105,9 @@ static int replay_cb(void *userdata, const void *data, size_t len, struct na_err
                 if (!rep)
                         return na_error_sys(err, ENOMEM, "report journal");
                 rep->seq = seq;
-                rep->metrics = json_dumps(json_object_get(rec, "metrics") ?: json_array(), JSON_COMPACT);
-                rep->events = json_dumps(json_object_get(rec, "events") ?: json_array(), JSON_COMPACT);
+                json_t *m = json_object_get(rec, "metrics"), *e = json_object_get(rec, "events");
+                rep->metrics = m ? json_dumps(m, JSON_COMPACT) : strdup("[]");
+                rep->events = e ? json_dumps(e, JSON_COMPACT) : strdup("[]");
                 if (!rep->metrics || !rep->events) {
                         report_free(rep);
                         return na_error_sys(err, ENOMEM, "report journal");
@@ -212,7 +213,7 @@ int64_t reports_seal(struct reports *r, json_t *metrics)
         struct report *rep = calloc(1, sizeof(*rep));
         if (rep) {
                 /* 10 significant digits: 0.1 stays 0.1 instead of 0.10000000000000001. */
-                rep->metrics = json_dumps(no_metrics ? json_array() : metrics, JSON_COMPACT | JSON_REAL_PRECISION(10));
+                rep->metrics = no_metrics ? strdup("[]") : json_dumps(metrics, JSON_COMPACT | JSON_REAL_PRECISION(10));
                 rep->events = json_dumps(events, JSON_COMPACT);
         }
         if (!rep || !rep->metrics || !rep->events) {
