@@ -194,6 +194,25 @@ static int state_load(const struct fw *fw, const char *vps_id, struct fw_config 
         return 1;
 }
 
+/*
+ * state_load for readers that go on without it: an unreadable stored configuration
+ * counts as none (problem, when given, says why). Returns 1 or 0.
+ */
+static int state_load_or_none(const struct fw *fw, const char *vps_id, struct fw_config *cfg, uint32_t *next_id,
+                              char *problem, size_t len)
+{
+        struct na_error e = NA_ERROR_INIT;
+        int r = state_load(fw, vps_id, cfg, next_id, &e);
+        if (problem)
+                snprintf(problem, len, "%s", r < 0 ? e.message : "");
+        na_error_clear(&e);
+        if (r >= 0)
+                return r;
+        proto_fw_init(cfg);
+        *next_id = 1;
+        return 0;
+}
+
 static int state_save(const struct fw *fw, const char *vps_id, const struct fw_config *cfg, uint32_t next_id,
                       struct na_error *err)
 {
@@ -305,8 +324,8 @@ static int set_locked(struct fw *fw, const char *vps_id, const char *ifname, con
          * ids: given ones are kept; the others get ids above everything this server has
          * or had. The stored high-water mark knows; without one, ask the kernel.
          */
-        if ((r = state_load(fw, vps_id, &stored, &next_id, err)) < 0 ||
-            (r == 0 && (r = read_live(fw, ifname, false, 0, &live, err)) < 0))
+        if (state_load_or_none(fw, vps_id, &stored, &next_id, NULL, 0) == 0 &&
+            (r = read_live(fw, ifname, false, 0, &live, err)) < 0)
                 goto out;
         if (live.max_id >= next_id)
                 next_id = live.max_id + 1;
@@ -372,18 +391,22 @@ int fw_check_drift(struct fw *fw, const char *vps_id, struct fw_config *ret_live
         if (!reasons)
                 return na_error_sys(err, ENOMEM, "vps %s: firewall", vps_id);
 
+        char problem[512];
         pthread_mutex_lock(&fw->lock);
-        int have = state_load(fw, vps_id, &stored, &next_id, err);
-        r = have < 0 ? have : read_live(fw, ifname, true, next_id - 1, &live, err);
+        int have = state_load_or_none(fw, vps_id, &stored, &next_id, problem, sizeof(problem));
+        r = read_live(fw, ifname, true, next_id - 1, &live, err);
         pthread_mutex_unlock(&fw->lock);
         if (r < 0) {
-                if (have >= 0)
-                        fw_live_clear(&live);
+                fw_live_clear(&live);
                 proto_fw_clear(&stored);
                 return na_error_prefix(err, "vps %s", vps_id);
         }
 
         size_t count = 0;
+        if (problem[0]) {
+                json_array_append_new(reasons, json_string(problem));
+                count++;
+        }
         bool in_kernel = live.chain[0] || live.chain[1] || live.elem[0] || live.elem[1];
         if (have) {
                 count += proto_fw_diff(&live.cfg, &stored, reasons);
@@ -422,13 +445,12 @@ int fw_get(struct fw *fw, const char *vps_id, struct fw_config *ret, struct na_e
         struct fw_config stored;
         uint32_t next_id;
         pthread_mutex_lock(&fw->lock);
-        int have = state_load(fw, vps_id, &stored, &next_id, err);
-        r = have < 0 ? have : read_live(fw, ifname, true, next_id - 1, &live, err);
+        state_load_or_none(fw, vps_id, &stored, &next_id, NULL, 0);
+        r = read_live(fw, ifname, true, next_id - 1, &live, err);
         pthread_mutex_unlock(&fw->lock);
         proto_fw_clear(&stored);
         if (r < 0) {
-                if (have >= 0)
-                        fw_live_clear(&live);
+                fw_live_clear(&live);
                 return na_error_prefix(err, "vps %s", vps_id);
         }
         *ret = live.cfg;
@@ -599,6 +621,7 @@ static int reconcile_locked(struct fw *fw, const char *const *known, struct fw_r
         char **chains = NULL;
         size_t n_chains = 0;
         struct fw_batch b;
+        struct na_error unreadable = NA_ERROR_INIT, first_unreadable = NA_ERROR_INIT;
         fw_batch_init(&b, fw->table);
 
         int r = list_stored(fw, &stored, err);
@@ -614,8 +637,15 @@ static int reconcile_locked(struct fw *fw, const char *const *known, struct fw_r
                 struct plan_item it = { .apply = id_known(known, stored.ids[i]) };
                 snprintf(it.vps_id, sizeof(it.vps_id), "%s", stored.ids[i]);
                 na_vps_ifname(it.vps_id, it.ifname);
-                if (it.apply && (r = state_load(fw, it.vps_id, &it.cfg, &it.next_id, err)) < 0)
-                        goto out;
+                if (it.apply && state_load(fw, it.vps_id, &it.cfg, &it.next_id, &unreadable) < 0) {
+                        /* the others are applied all the same; this server's kernel state is left alone */
+                        na_error_prefix(&unreadable, "vps %s", it.vps_id);
+                        if (!first_unreadable.code)
+                                na_error_move(&first_unreadable, &unreadable);
+                        na_error_clear(&unreadable);
+                        st->failed++;
+                        continue;
+                }
                 if ((r = plan_add(&plan, &n_plan, it, err)) < 0)
                         goto out;
         }
@@ -664,7 +694,7 @@ static int reconcile_locked(struct fw *fw, const char *const *known, struct fw_r
                                 continue;
                         }
                 }
-                st->failed = failed;
+                st->failed += failed;
                 if (failed) {
                         na_error_move(err, &first);
                         na_error_prefix(err, "firewall: reconcile: %zu of %zu servers failed, first", failed, n_plan);
@@ -688,7 +718,13 @@ static int reconcile_locked(struct fw *fw, const char *const *known, struct fw_r
                         }
                 }
         }
+        if (r >= 0 && first_unreadable.code) {
+                na_error_move(err, &first_unreadable);
+                na_error_prefix(err, "firewall: reconcile: %zu stored configurations unreadable, first", st->failed);
+                r = -(err->errnum ? err->errnum : EIO);
+        }
 out:
+        na_error_clear(&first_unreadable);
         fw_batch_clear(&b);
         for (size_t i = 0; i < n_plan; i++)
                 proto_fw_clear(&plan[i].cfg);

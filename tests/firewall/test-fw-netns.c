@@ -569,6 +569,50 @@ static void test_max_and_heal(void **state)
         proto_fw_clear(&live);
 }
 
+/* A stored configuration that cannot be read blocks nothing but itself. */
+static void test_corrupt_state(void **state)
+{
+        struct env *e = *state;
+        struct fw_config a, live, got;
+        load("basic", &a);
+        set_ok(e->fw, VPS1, &a, &live);
+        proto_fw_clear(&live);
+        set_ok(e->fw, VPS2, &a, &live);
+        proto_fw_clear(&live);
+        char path[512];
+        snprintf(path, sizeof(path), "%s/firewall/%s.json", e->dir, VPS1);
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(na_atomic_write(path, "{\"enabled\": tru", 15, 0600, &err), 0);
+
+        /* get still reads the kernel; drift says why it cannot compare */
+        assert_int_equal(fw_get(e->fw, VPS1, &got, &err), 0);
+        assert_int_equal(got.n_rules, a.n_rules);
+        proto_fw_clear(&got);
+        _cleanup_json_ json_t *reasons = NULL;
+        assert_true(drift(e->fw, VPS1, &reasons) > 0);
+        assert_true(has_reason(reasons, "not a valid stored configuration"));
+
+        /* reconcile after a reboot: the readable one is applied, the other reported */
+        assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+        struct fw_reconcile_stats st;
+        assert_true(fw_reconcile(e->fw, NULL, &st, &err) < 0);
+        assert_non_null(strstr(err.message, "reconcile: 1 stored configurations unreadable, first: vps " VPS1));
+        assert_int_equal(st.applied, 1);
+        assert_int_equal(st.failed, 1);
+        json_decref(reasons);
+        reasons = NULL;
+        assert_int_equal(drift(e->fw, VPS2, &reasons), 0);
+
+        /* set replaces it */
+        na_error_clear(&err);
+        set_ok(e->fw, VPS1, &a, &live);
+        json_decref(reasons);
+        reasons = NULL;
+        assert_int_equal(drift(e->fw, VPS1, &reasons), 0);
+        proto_fw_clear(&live);
+        proto_fw_clear(&a);
+}
+
 struct worker {
         struct fw *fw;
         char id[40];
@@ -646,6 +690,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_max_and_heal, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_corrupt_state, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
