@@ -277,13 +277,12 @@ int na_journal_rewrite(struct na_journal *j, na_journal_emit_fn emit, void *user
                 r = na_error_sys(err, errno, "journal %s: rename compacted file", j->path);
                 goto fail;
         }
-        r = na_fsync_parent(j->path, err);
-        if (r < 0)
-                return r;
+        /* The new file is the journal from here on, whatever the directory fsync says:
+         * appends must not go on into the old, now unlinked, file. */
         close(j->fd);
         j->fd = TAKE_FD(fd);
         j->size = out.size;
-        return 0;
+        return na_fsync_parent(j->path, err);
 fail:
         unlink(tmp);
         return r;
