@@ -10,7 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -613,6 +615,36 @@ static void test_corrupt_state(void **state)
         proto_fw_clear(&a);
 }
 
+/* Another table name, and a network namespace given by fd: the library works where it is told. */
+static void test_table_and_netns(void **state)
+{
+        (void)state;
+        int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        assert_true(home >= 0);
+        assert_int_equal(unshare(CLONE_NEWNET), 0); /* this thread is now elsewhere */
+        struct fw_options opt = { .table = "custom-T_1", .netns_fd = home };
+        struct fw *fw = NULL;
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_open(&opt, &fw, &err), 0);
+        struct fw_config a, live;
+        load("basic", &a);
+        set_ok(fw, VPS1, &a, &live);
+        char *out = NULL;
+        assert_int_equal(fwt_nft(&out, "list ruleset"), 0);
+        assert_null(strstr(out, "custom-T_1")); /* not here */
+        free(out);
+        assert_int_equal(setns(home, CLONE_NEWNET), 0);
+        assert_int_equal(fwt_nft(&out, "list chain inet custom-T_1 " IF1 "-in"), 0);
+        assert_non_null(strstr(out, "tcp dport 22"));
+        free(out);
+        fw_close(fw);
+        close(home);
+        opt.table = "no spaces";
+        assert_int_equal(fw_open(&opt, &fw, &err), -EINVAL);
+        proto_fw_clear(&a);
+        proto_fw_clear(&live);
+}
+
 struct worker {
         struct fw *fw;
         char id[40];
@@ -691,6 +723,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_max_and_heal, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_corrupt_state, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_table_and_netns, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
