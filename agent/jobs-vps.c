@@ -157,6 +157,10 @@ static int upgrade_run(struct job_ctx *ctx, void *params, json_t **ret, struct n
         bool restart = false;
         if ((r = j.vm->upgrade(j.conn, j.id, &p->plan, &srv, &restart, err)) < 0)
                 return r;
+        /* Tell the others (metrics: cpuPercent is relative to the new vCPU count). */
+        const struct agent_services *s = job_services(ctx);
+        if (s->vps_added)
+                s->vps_added(s, j.id, (int)(srv.plan.cpu_cores * srv.plan.cpu_threads), srv.plan.ram_mb);
         json_t *data = proto_vps_server_encode(&srv);
         if (!data)
                 return na_error_sys(err, ENOMEM, "vps %s: upgrade result", j.id);

@@ -44,8 +44,10 @@ struct job_progress_info {
         char stage[32];
         int percent;
         char message[256];
-        uint64_t seq; /* increases with every job_progress() call */
 };
+
+/* Stage changes kept until the sink takes them: no stage is ever skipped. */
+#define JOB_PROGRESS_LOG 8
 
 struct job_ctx {
         struct proto_job pj;
@@ -62,7 +64,9 @@ struct job_ctx {
         struct na_error error; /* the failure, when state is JOB_FAILED */
 
         pthread_mutex_t progress_lock;
-        struct job_progress_info progress;
+        struct job_progress_info progress;               /* the latest */
+        struct job_progress_info log[JOB_PROGRESS_LOG];  /* not yet taken, oldest first */
+        size_t log_len;
         bool progress_posted;
 
         struct loop_timer *timeout_timer;
@@ -101,6 +105,11 @@ unsigned jobs_queued(const struct jobs *jobs);
 /* Running + queued: what the link counts against its slots. */
 unsigned jobs_active(const struct jobs *jobs);
 void job_progress_get(struct job_ctx *job, struct job_progress_info *out);
+/*
+ * Loop thread: take the progress not taken yet, oldest first: one entry per stage
+ * change, each with the latest percent and message of its stage. Returns the count.
+ */
+size_t job_progress_take(struct job_ctx *job, struct job_progress_info *out, size_t max);
 
 /* {running: [...], queued: [...], recent: [...]} for the control socket. */
 json_t *jobs_list_json(const struct jobs *jobs);

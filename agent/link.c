@@ -29,10 +29,14 @@ struct link_job {
         struct job_ctx *job;
         struct loop_timer *keepalive;
         uint64_t last_progress_us;
-        uint64_t progress_seq_sent;
-        bool progress_in_flight, progress_dirty;
+        struct job_progress_info pending[2 * JOB_PROGRESS_LOG]; /* to post, oldest first */
+        size_t npending;
+        struct job_progress_info last; /* what the keepalive repeats */
+        bool progress_in_flight;
         bool dropped;            /* 404/409: post nothing more */
-        bool done;               /* finished: free once no post is in flight */
+        bool done;               /* the job ended: only its last progress and result remain */
+        json_t *result;          /* held until the last stages are posted */
+        bool journaled;
         struct link_job *prev, *next;
 };
 
@@ -395,7 +399,38 @@ static void link_job_free(struct link_job *lj)
         if (lj->next)
                 lj->next->prev = lj->prev;
         loop_timer_free(lj->keepalive);
+        if (lj->result)
+                json_decref(lj->result);
         free(lj);
+}
+
+/* Take the job's new progress into our own queue (the job may end before it is posted). */
+static void take_progress(struct link_job *lj)
+{
+        if (!lj->job)
+                return;
+        struct job_progress_info got[JOB_PROGRESS_LOG];
+        size_t n = job_progress_take(lj->job, got, JOB_PROGRESS_LOG);
+        for (size_t i = 0; i < n; i++) {
+                if (lj->npending && streq(lj->pending[lj->npending - 1].stage, got[i].stage))
+                        lj->pending[lj->npending - 1] = got[i]; /* the same stage: the latest wins */
+                else if (lj->npending < ARRAY_SIZE(lj->pending))
+                        lj->pending[lj->npending++] = got[i];
+                else
+                        lj->pending[lj->npending - 1] = got[i];
+        }
+}
+
+/* The job ended and its progress is out (or cannot go out now): its result goes. */
+static void finish(struct link_job *lj)
+{
+        struct link *l = lj->link;
+        if (lj->result && !lj->dropped)
+                queue_result(l, lj->id, lj->result, lj->attempt, lj->journaled, false);
+        else if (lj->result && lj->journaled)
+                jobstore_record_acked(l->opt.store, lj->id);
+        link_job_free(lj);
+        send_results(l);
 }
 
 static void progress_done(void *userdata, const struct http_response *resp)
@@ -424,34 +459,30 @@ static void progress_done(void *userdata, const struct http_response *resp)
         } else if (transient(resp->status) || resp->status == 401 || resp->status == 403) {
                 link_failed(l, "progress", resp, code);
         }
-        if (lj->done) {
-                link_job_free(lj);
-                return;
-        }
-        if (lj->progress_dirty && !lj->dropped)
+        if (lj->npending && !lj->dropped && l->state == LINK_CONNECTED)
                 post_progress(lj);
+        else if (lj->done)
+                finish(lj);
 }
 
+/* Post the oldest progress not posted yet, or, as a keepalive, the last one again. */
 static void post_progress(struct link_job *lj)
 {
         struct link *l = lj->link;
-        if (lj->dropped || lj->done || !lj->job)
-                return;
-        if (lj->progress_in_flight) {
-                lj->progress_dirty = true;
-                return;
+        if (lj->dropped || lj->progress_in_flight || l->state != LINK_CONNECTED)
+                return; /* in flight: progress_done posts the next; down: the keepalive tries again */
+        struct job_progress_info p = lj->last;
+        if (lj->npending) {
+                p = lj->pending[0];
+                memmove(lj->pending, lj->pending + 1, (lj->npending - 1) * sizeof(p));
+                lj->npending--;
+                lj->last = p;
         }
-        if (l->state != LINK_CONNECTED)
-                return; /* the keepalive tries again */
-        struct job_progress_info p;
-        job_progress_get(lj->job, &p);
         _cleanup_json_ json_t *body = proto_progress_encode(lj->attempt, p.stage[0] ? p.stage : NULL, p.percent,
                                                             p.message);
         _cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
         char u[2600];
         url(l, u, sizeof(u), "jobs", lj->id, "progress");
-        lj->progress_dirty = false;
-        lj->progress_seq_sent = p.seq;
         lj->last_progress_us = na_now_mono_us();
         l->requests++;
         if (text && http_request(l->http, "POST", u, text, 15000, progress_done, lj) == 0)
@@ -468,7 +499,7 @@ static void keepalive_fired(void *userdata)
 {
         struct link_job *lj = userdata;
         uint64_t since = (na_now_mono_us() - lj->last_progress_us) / 1000;
-        if (since + 50 >= keepalive_ms(lj->link))
+        if (since + 50 >= keepalive_ms(lj->link) && !lj->done)
                 post_progress(lj);
         loop_timer_arm_ms(lj->keepalive, keepalive_ms(lj->link));
 }
@@ -494,6 +525,7 @@ static int remote_after_run(void *userdata, struct job_ctx *job, struct na_error
 static void remote_progress(void *userdata, struct job_ctx *job)
 {
         struct link_job *lj = userdata;
+        take_progress(lj);
         if (!lj->keepalive) {
                 lj->keepalive = loop_timer_new(lj->link->loop, keepalive_fired, lj);
                 if (lj->keepalive)
@@ -518,20 +550,22 @@ static void remote_finished(void *userdata, struct job_ctx *job)
                 log_job(LOG_LEVEL_WARN, job->pj.id, job->target_key, "%s failed (%s): %s", job->pj.kind,
                         job->error.code ? job->error.code : "?", job->error.message);
 
+        /* The last stages go out before the result; a link that is down sends the result first. */
+        take_progress(lj);
         if (job->state != JOB_ABANDONED && job->result) {
-                if (lj->dropped) {
-                        if (journaled)
-                                jobstore_record_acked(l->opt.store, job->pj.id);
-                } else
-                        queue_result(l, job->pj.id, job->result, lj->attempt, journaled, false);
+                lj->result = json_incref(job->result);
+                lj->journaled = journaled;
         }
         lj->done = true;
         lj->job = NULL;
         loop_timer_free(lj->keepalive);
         lj->keepalive = NULL;
-        if (!lj->progress_in_flight)
-                link_job_free(lj);
-        send_results(l);
+        if (!lj->progress_in_flight) { /* else progress_done carries on */
+                if (lj->npending && !lj->dropped && l->state == LINK_CONNECTED)
+                        post_progress(lj);
+                else
+                        finish(lj);
+        }
         maybe_poll(l);
 }
 

@@ -73,6 +73,10 @@ static int open_vm(struct agent_services *s, struct na_error *err)
                 .guest_agent_timeout_sec = (unsigned)cfg->vm_guest_agent_timeout_sec,
                 .on_state = vm_state_changed,
                 .userdata = s,
+                /* libvirtd down at start must not keep the agent (and node.status,
+                 * firewall, metrics) down: server jobs fail with DRIVER_ERROR until
+                 * the driver's reconnect timer gets through. */
+                .connect_later = true,
         };
         int r = vm_libvirt_driver.open(&o, &s->vm_conn, err);
         if (r < 0)

@@ -113,7 +113,8 @@ class Controller:
 
 class Agent:
     def __init__(self, tmp, controller_url, node_id, ca_file, token="token-A", extra_conf="", env=None,
-                 conf_override=None):
+                 conf=None):
+        """conf: {section: {key: value}} merged over the defaults below (None removes a key)."""
         self.tmp = tmp
         self.node_id = node_id
         self.state_dir = os.path.join(tmp, "state")
@@ -122,22 +123,21 @@ class Agent:
         self.conf = os.path.join(tmp, "agent.conf")
         if token is not None:
             self.write_token(token)
-        text = conf_override or f"""[agent]
-node_id = {node_id}
-state_dir = {self.state_dir}
-control_socket = {self.socket}
-log_level = debug
-drain_timeout_sec = 5
-
-[controller]
-url = {controller_url}
-token_file = {self.token_file}
-ca_file = {ca_file}
-poll_wait_sec = 5
-
-[vm]
-uri = test:///default
-"""
+        sections = {
+            "agent": {"node_id": node_id, "state_dir": self.state_dir, "control_socket": self.socket,
+                      "log_level": "debug", "drain_timeout_sec": "5"},
+            "controller": {"url": controller_url, "token_file": self.token_file, "ca_file": ca_file,
+                           "poll_wait_sec": "5"},
+            "vm": {"uri": "test:///default"},
+        }
+        for sec, keys in (conf or {}).items():
+            for k, v in keys.items():
+                if v is None:
+                    sections.setdefault(sec, {}).pop(k, None)
+                else:
+                    sections.setdefault(sec, {})[k] = str(v)
+        text = "".join(f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in keys.items()) + "\n"
+                       for sec, keys in sections.items())
         with open(self.conf, "w") as f:
             f.write(text + extra_conf)
         self.env = dict(os.environ, NODEAGENT_TEST_KINDS="1", **(env or {}))
@@ -208,13 +208,16 @@ class Setup:
     """A controller and an agent in a fresh temporary directory."""
 
     def __init__(self, token="token-A", controller_extra=None, agent_extra_conf="", start_agent=True,
-                 ca_file=None, agent_env=None):
+                 ca_file=None, agent_env=None, agent_conf=None, before_start=None):
         self.tmp = tempfile.mkdtemp(prefix="nodeagent-test-")
         self.node_id = str(uuid.uuid4())
         self.controller = Controller(self.tmp, self.node_id, token=token, extra=controller_extra)
         self.agent = Agent(self.tmp, self.controller.url, self.node_id,
                            ca_file or os.path.join(self.controller.certs, "ca.pem"), token=token,
-                           extra_conf=agent_extra_conf, env=agent_env)
+                           extra_conf=agent_extra_conf, env=agent_env,
+                           conf=agent_conf(self) if callable(agent_conf) else agent_conf)
+        if before_start:
+            before_start(self)
         if start_agent:
             self.agent.start()
 
@@ -267,3 +270,64 @@ def with_setup(**setup_args):
         run.__name__ = fn.__name__
         return run
     return deco
+
+
+def sha256_file(path):
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def make_vm_assets(tmp):
+    """Template images (real qcow2 files), a templates file, and the config keys that
+    point the agent at them and at libvirt's test driver with a fresh node file."""
+    images = os.path.join(tmp, "images")
+    os.makedirs(images, exist_ok=True)
+    templates = []
+    for tid, slug, os_name, path in [("debian-12", "2024.11", "linux", "debian-12.qcow2"),
+                                     ("ubuntu-24.04", "2024.10", "linux", "ubuntu-24.04.qcow2"),
+                                     ("windows-2022", "21H2", "windows", "windows-2022.qcow2")]:
+        full = os.path.join(images, path)
+        if not os.path.exists(full):
+            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", full, "256M"], check=True)
+        templates.append({"id": tid, "imageSlug": slug, "os": os_name, "format": "qcow2", "path": path,
+                          "sha256": sha256_file(full)})
+    tfile = os.path.join(tmp, "templates.json")
+    with open(tfile, "w") as f:
+        json.dump(templates, f, indent=1)
+    node = os.path.join(tmp, "node.xml")
+    shutil.copy(os.path.join(SRC, "tests", "vm", "node.xml"), node)
+    return {"uri": f"test://{node}", "templates_file": tfile, "images_dir": images, "domain_type": "qemu"}
+
+
+def make_cgroup_fixture(tmp, vps_ids):
+    """A cgroup v2 tree where libvirt would put the test driver's domains, whose CPU
+    counter the caller advances (the test driver runs no QEMU process)."""
+    root = os.path.join(tmp, "cgroup")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "cgroup.controllers"), "w") as f:
+        f.write("cpuset cpu io memory pids\n")
+    with open(os.path.join(root, "cpu.stat"), "w") as f:  # a v2 root has one, as cgroupfs does
+        f.write("usage_usec 0\n")
+    dirs = {}
+    for vid in vps_ids:
+        scope = "machine-" + f"qemu-vps-{vid}".replace("-", "\\x2d") + ".scope"
+        d = os.path.join(root, "machine.slice", scope)
+        os.makedirs(d, exist_ok=True)
+        dirs[vid] = d
+        set_cgroup_counters(d, 0, 0)
+    return root, dirs
+
+
+def set_cgroup_counters(d, usage_usec, io_bytes):
+    files = {"cpu.stat": f"usage_usec {usage_usec}\nuser_usec 1\nsystem_usec 1\n",
+             "memory.current": f"{512 << 20}\n", "memory.max": f"{1 << 30}\n",
+             "memory.stat": "anon 100\nfile 200\ninactive_file 0\n",
+             "io.stat": f"8:0 rbytes={io_bytes} wbytes={io_bytes * 2} rios=1 wios=1 dbytes=0 dios=0\n"}
+    for name, text in files.items():
+        # In place: the agent keeps these files open between ticks, as it does in cgroupfs.
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)

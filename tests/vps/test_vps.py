@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""Servers end to end (issue 4): every vps.* kind through the controller link, on
+libvirt's test driver, with real qcow2 template images and real backup files."""
+import os
+import sys
+import threading
+import time
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+from nodeagent_harness import (make_cgroup_fixture, make_vm_assets, run_cases, set_cgroup_counters,  # noqa: E402
+                               wait_for, with_setup)
+
+VPS = str(uuid.uuid4())
+PLAN = {"cpuCores": 2, "cpuThreads": 1, "ramMB": 1024, "storageMB": 2048, "networkSpeedLimitMbps": 0,
+        "bandwidthLimitGb": 1000, "maxSnapshots": 2}
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl op@example"
+
+
+def conf(s):
+    assets = make_vm_assets(s.tmp)
+    root, dirs = make_cgroup_fixture(s.tmp, [VPS])
+    s.cgroup_dir = dirs[VPS]
+    return {"vm": assets, "metrics": {"interval_sec": 1, "cgroup_root": root}}
+
+
+class Run:
+    def __init__(self, s):
+        self.s = s
+        self.target = {"type": "vps", "id": VPS}
+
+    def job(self, kind, params=None, ok=True, timeout=60):
+        jid = self.s.controller.enqueue(kind, params or {}, target=self.target)
+        j = self.s.controller.wait_results([jid], timeout)[jid]
+        r = j["results"][0]
+        if ok is True:
+            assert r["status"] == "succeeded", (kind, r)
+        elif ok:
+            assert r["status"] == "failed" and r["error"]["code"] == ok, (kind, r)
+        return r, [p.get("stage") for p in j["progress"]]
+
+
+@with_setup(agent_conf=conf)
+def lifecycle(s):
+    run = Run(s)
+    params = {"name": "web-1", "hostname": "web-1", "plan": PLAN,
+              "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+              "vmPassword": "Sup3r!secret", "sshPublicKeys": [KEY]}
+    r, stages = run.job("vps.create", params)
+    srv = r["data"]
+    assert srv["id"] == VPS and srv["hostname"] == "web-1" and srv["state"] == "running", srv
+    assert srv["cpuCores"] == 2 and srv["ramMB"] == 1024 and srv["template"]["id"] == "debian-12", srv
+    for st in ("preparing-disk", "writing-image", "configuring", "booting"):
+        assert st in stages, stages
+    # Converging: asked twice, created once.
+    r, _ = run.job("vps.create", params)
+    assert r["data"]["id"] == VPS
+
+    r, _ = run.job("vps.status")
+    assert r["data"]["state"] == "running" and "uptimeSec" in r["data"], r
+    r, _ = run.job("vps.power", {"action": "start"})
+    assert r["data"]["state"] == "running"
+    r, _ = run.job("vps.power", {"action": "stop", "graceSec": 5})
+    assert r["data"]["state"] == "stopped"
+    r, _ = run.job("vps.power", {"action": "start"})
+    r, _ = run.job("vps.power", {"action": "reboot"})
+    assert r["data"]["state"] == "running"
+    run.job("vps.power", {"action": "explode"}, ok="VALIDATION_ERROR")
+
+    # Snapshots, with the plan's limit.
+    r, _ = run.job("vps.snapshot.create", {"snapshotId": "s1", "name": "before upgrade", "maxSnapshots": 2})
+    assert r["data"]["snapshotId"] == "s1", r
+    r, _ = run.job("vps.snapshot.create", {"snapshotId": "s1", "name": "before upgrade", "maxSnapshots": 2})
+    assert r["data"]["snapshotId"] == "s1"
+    run.job("vps.snapshot.create", {"snapshotId": "s2", "name": "two", "maxSnapshots": 2})
+    r, _ = run.job("vps.snapshot.create", {"snapshotId": "s3", "name": "three", "maxSnapshots": 2},
+                   ok="SNAPSHOT_LIMIT_REACHED")
+    assert r["error"]["httpStatus"] == 409
+    r, _ = run.job("vps.snapshot.list")
+    assert [x["snapshotId"] for x in r["data"]] == ["s1", "s2"], r
+    run.job("vps.snapshot.revert", {"snapshotId": "s1"})
+    run.job("vps.snapshot.delete", {"snapshotId": "s2"})
+    run.job("vps.snapshot.revert", {"snapshotId": "nope"}, ok="SNAPSHOT_NOT_FOUND")
+
+    # Backups: real files, sha256, stages.
+    r, stages = run.job("vps.backup.create", {"backupId": "b1", "limits": {"maxStorageGB": 10, "maxBackups": 3,
+                                                                          "retentionDays": 7}})
+    b = r["data"]
+    assert b["backupId"] == "b1" and len(b["sha256"]) == 64 and b["sizeBytes"] > 0, b
+    assert "exporting" in stages and "compressing" in stages, stages
+    r, _ = run.job("vps.backup.list")
+    assert [x["backupId"] for x in r["data"]] == ["b1"]
+    run.job("vps.backup.restore", {"backupId": "b1"})
+    run.job("vps.backup.restore", {"backupId": "nope"}, ok="BACKUP_NOT_FOUND")
+
+    # Reinstall: the rules first, then the stages.
+    r, _ = run.job("vps.reinstall", {"hostname": "-bad-", "vmPassword": "short"}, ok="VALIDATION_ERROR")
+    assert {"hostname", "vmPassword"} <= set(r["error"]["details"]), r
+    r, _ = run.job("vps.reinstall", {"templateId": "windows-2022", "templateImageSlug": "21H2"},
+                   ok="VALIDATION_ERROR")  # Windows refuses the server's SSH key
+    r, stages = run.job("vps.reinstall", {"templateId": "ubuntu-24.04", "templateImageSlug": "2024.10",
+                                          "hostname": "web-2", "vmPassword": "N3w!passw0rd"})
+    assert stages[-1] == "done" and stages.index("stopping") < stages.index("booting"), stages
+    r, _ = run.job("vps.upgrade", {"plan": dict(PLAN, cpuCores=4, ramMB=2048, storageMB=4096)})
+    assert r["data"]["cpuCores"] == 4 and r["data"]["ramMB"] == 2048, r
+    r, _ = run.job("vps.upgrade", {"plan": dict(PLAN, storageMB=1024)}, ok="VALIDATION_ERROR")
+
+    # Guest commands need the guest agent, which the test driver does not have.
+    run.job("vps.exec", {"command": ["uptime"]}, ok="GUEST_AGENT_UNAVAILABLE")
+    run.job("vps.exec", {"command": []}, ok="VALIDATION_ERROR")
+
+    # Delete converges; afterwards the server is unknown.
+    run.job("vps.delete")
+    run.job("vps.delete")
+    run.job("vps.status", ok="VPS_NOT_FOUND")
+    hello_inv = s.controller.state()["hellos"][0]["hello"]["inventory"]
+    assert hello_inv["vps"] == [], hello_inv
+
+
+@with_setup(agent_conf=conf)
+def events_and_metrics(s):
+    """vps.state events and metrics samples reach the central API in reports;
+    vps.metrics answers now and a series from the history on the node."""
+    run = Run(s)
+    s.controller.admin("POST", "/admin/settings", {"pollWaitSec": 5, "reportIntervalSec": 1, "metricsIntervalSec": 1})
+    s.agent.stop()
+    s.agent.start()
+    stop = threading.Event()
+
+    def busy_guest():  # half a CPU of the 2 vCPUs' worth, as the cgroup would show it
+        usec = 0
+        while not stop.is_set():
+            usec += 250000
+            set_cgroup_counters(s.cgroup_dir, usec, usec * 4)
+            time.sleep(0.25)
+    t = threading.Thread(target=busy_guest, daemon=True)
+    t.start()
+    try:
+        run.job("vps.create", {"name": "db-1", "hostname": "db-1", "plan": PLAN,
+                               "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+                               "vmPassword": "Sup3r!secret"})
+        run.job("vps.power", {"action": "stop", "graceSec": 2})
+        time.sleep(4)
+        r, _ = run.job("vps.metrics")
+        m = r["data"]
+        assert m["now"]["cpuPercent"] > 0 and m["now"]["memoryUsedMB"] > 0, m
+        assert m["series"]["step"] >= 10 and m["series"]["points"], m
+        run.job("vps.metrics", {"step": 5}, ok="VALIDATION_ERROR")
+        run.job("vps.metrics", {"from": "2026-11-21T10:00:00Z", "to": "2026-11-20T10:00:00Z"}, ok="VALIDATION_ERROR")
+    finally:
+        stop.set()
+
+    def seen():
+        reps = s.controller.state()["reports"]
+        events = [e for r in reps for e in r["events"] if e["targetId"] == VPS and e["type"] == "vps.state"]
+        samples = [m for r in reps for m in r["metrics"] if m["targetId"] == VPS]
+        nodes = [m for r in reps for m in r["metrics"] if m["targetId"] == "node"]
+        return (events, samples, nodes, reps) if events and samples and nodes else None
+    events, samples, nodes, reps = wait_for(seen, 15, "events and samples in reports")
+    states = [e["data"]["state"] for e in events]
+    assert "running" in states and "stopped" in states, states
+    seqs = [r["seq"] for r in reps]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs
+    assert any(x.get("cpuPercent", 0) > 0 for x in samples), samples
+    # History survives a restart of the agent. The test driver forgets its domains at
+    # every open, so the server is created again (same id); its history is on disk.
+    restart = time.time()
+    s.agent.stop()
+    s.agent.start()
+    run.job("vps.create", {"name": "db-1", "hostname": "db-1", "plan": PLAN,
+                           "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+                           "vmPassword": "Sup3r!secret"})
+    r, _ = run.job("vps.metrics")
+    before = [p for p in r["data"]["series"]["points"] if p["at"] < time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(restart))]
+    assert before and any(p.get("cpuPercent", 0) > 0 for p in before), r
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases({f.__name__: f for f in [lifecycle, events_and_metrics]}))
