@@ -12,7 +12,7 @@ SRC = os.path.dirname(HERE)
 os.environ.setdefault("NA_SOURCE_DIR", SRC)
 os.environ.setdefault("NA_BUILD_DIR", os.path.join(SRC, "build"))
 sys.path.insert(0, os.path.join(SRC, "tests", "harness"))
-from nodeagent_harness import Setup  # noqa: E402
+from nodeagent_harness import Setup, make_cgroup_fixture, make_vm_assets, set_cgroup_counters  # noqa: E402
 
 BOLD, DIM, RED, GREEN, RESET = ("\033[1m", "\033[2m", "\033[31m", "\033[32m", "\033[0m") if sys.stdout.isatty() else ("",) * 5
 
@@ -22,6 +22,16 @@ def summarize(kind, data):
         h = data["host"]
         return (f"agent {data['agentVersion']}, up {data['uptimeSec']} s, host {h['hostname']} "
                 f"({h['cpus']} CPUs, {h['memoryMB']} MB, kernel {h['kernel']}, cgroup {h['cgroup']})")
+    if kind in ("vps.create", "vps.upgrade"):
+        return (f"server {data['hostname']} is {data['state']}: {data['cpuCores']} cores, {data['ramMB']} MB, "
+                f"{data['storageMB']} MB disk, {data['template']['id']} {data['template']['imageSlug']}, "
+                f"MAC {data['macAddress']}")
+    if kind == "vps.metrics":
+        now = data["now"]
+        return (f"now: CPU {now.get('cpuPercent', 0):.1f} %, memory {now.get('memoryUsedMB', 0):.0f} MB; "
+                f"history: {len(data['series']['points'])} point(s) every {data['series']['step']} s")
+    if kind == "vps.snapshot.list":
+        return ", ".join(f"{x['snapshotId']} ({x['name']})" for x in data) or "none"
     text = json.dumps(data)
     return text if len(text) < 160 else text[:157] + "..."
 
@@ -53,9 +63,18 @@ def run_job(s, title, kind, params=None, target=None, timeout=60):
     return None
 
 
+VPS = str(uuid.uuid4())
+
+
+def conf(s):
+    root, dirs = make_cgroup_fixture(s.tmp, [VPS])
+    s.cgroup_dir = dirs[VPS]
+    return {"vm": make_vm_assets(s.tmp), "metrics": {"interval_sec": 1, "cgroup_root": root}}
+
+
 def main():
     netns = "--no-netns" not in sys.argv
-    s = Setup()
+    s = Setup(agent_conf=conf)
     ok = False
     try:
         print(f"{BOLD}nodeagent demo{RESET}")
@@ -65,8 +84,33 @@ def main():
         print()
         run_job(s, "Ask the node how it is", "node.status")
         run_job(s, "A kind this agent does not know", "vps.teleport", target={"type": "vps", "id": str(uuid.uuid4())})
-        run_job(s, "A job with bad parameters", "vps.power", {"action": "explode"},
-                target={"type": "vps", "id": str(uuid.uuid4())})
+        vps = {"type": "vps", "id": VPS}
+        plan = {"cpuCores": 2, "cpuThreads": 1, "ramMB": 2048, "storageMB": 20480, "networkSpeedLimitMbps": 1000,
+                "bandwidthLimitGb": 2000, "maxSnapshots": 3}
+        print(f"\n{BOLD}A server on libvirt's test hypervisor{RESET} {DIM}(vps {VPS}){RESET}")
+        run_job(s, "Create web-1 from Debian 12", "vps.create",
+                {"name": "web-1", "hostname": "web-1", "plan": plan,
+                 "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+                 "vmPassword": "Demo!passw0rd"}, target=vps)
+        run_job(s, "Stop it (ACPI, then forced after graceSec)", "vps.power", {"action": "stop", "graceSec": 5},
+                target=vps)
+        run_job(s, "Start it", "vps.power", {"action": "start"}, target=vps)
+        run_job(s, "Start it again (converges)", "vps.power", {"action": "start"}, target=vps)
+        run_job(s, "Snapshot it", "vps.snapshot.create", {"snapshotId": "before-upgrade", "name": "before upgrade",
+                                                          "maxSnapshots": 3}, target=vps)
+        run_job(s, "List its snapshots", "vps.snapshot.list", target=vps)
+        run_job(s, "Reinstall with a bad hostname and a weak password", "vps.reinstall",
+                {"hostname": "-web-", "vmPassword": "weak"}, target=vps)
+        run_job(s, "Reinstall with Ubuntu 24.04", "vps.reinstall",
+                {"templateId": "ubuntu-24.04", "templateImageSlug": "2024.10", "hostname": "web-2",
+                 "vmPassword": "N3w!passw0rd"}, target=vps)
+        run_job(s, "Back it up", "vps.backup.create", {"backupId": "nightly-1", "limits": {
+                "maxStorageGB": 10, "maxBackups": 3, "retentionDays": 7}}, target=vps)
+        for i in range(1, 5):  # the test hypervisor runs no QEMU: its cgroup is a fixture we advance
+            set_cgroup_counters(s.cgroup_dir, i * 300000, i * 65536)
+            time.sleep(0.6)
+        run_job(s, "Its metrics", "vps.metrics", target=vps)
+        run_job(s, "A job with bad parameters", "vps.power", {"action": "explode"}, target=vps)
         print()
         st = s.agent.status()
         print(f"{BOLD}nodeagentctl status{RESET}")
