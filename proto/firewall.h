@@ -98,6 +98,7 @@ int proto_fw_copy(struct fw_config *dst, const struct fw_config *src, struct na_
  * "rules.3.port" and so on. Rules without an id get id 0. On failure out is empty.
  */
 int proto_fw_decode(json_t *in, struct fw_config *out, struct na_error *err);
+/* Every field of every rule; "id" only when it has one (not 0). NULL on allocation failure. */
 json_t *proto_fw_encode(const struct fw_config *cfg);
 
 /* Field parsers and printers (the decoder's, exposed for the firewall library and tests). */
@@ -114,6 +115,8 @@ bool proto_fw_equal(const struct fw_config *a, const struct fw_config *b);
 /*
  * Differences between the kernel's configuration and the stored one, as short
  * sentences appended to reasons (a JSON array): "rule 3: port: kernel 22, stored
- * 2222", "rule 9: only in the kernel", "rule order differs". Returns their number.
+ * 2222", "rule 9: only in the kernel", "inbound rule order differs". How inbound and
+ * outbound rules interleave in the list is not a difference. reasons may be NULL.
+ * Returns their number.
  */
 size_t proto_fw_diff(const struct fw_config *live, const struct fw_config *stored, json_t *reasons);
