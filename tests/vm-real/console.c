@@ -241,17 +241,37 @@ static bool new_boot_locked(struct vmr_console *c, const struct vmr_boots *seen,
         return false;
 }
 
+static void deadline(struct timespec *until, unsigned timeout_ms)
+{
+        clock_gettime(CLOCK_REALTIME, until);
+        until->tv_sec += timeout_ms / 1000;
+        until->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until->tv_nsec >= 1000000000L) {
+                until->tv_sec++;
+                until->tv_nsec -= 1000000000L;
+        }
+}
+
+bool vmr_console_wait_text(struct vmr_console *c, const char *text, unsigned timeout_ms)
+{
+        struct timespec until;
+        deadline(&until, timeout_ms);
+        pthread_mutex_lock(&c->lock);
+        bool found;
+        while (!(found = strstr(c->text, text) != NULL) && !c->ended)
+                if (pthread_cond_timedwait(&c->cond, &c->lock, &until) == ETIMEDOUT) {
+                        found = strstr(c->text, text) != NULL;
+                        break;
+                }
+        pthread_mutex_unlock(&c->lock);
+        return found;
+}
+
 int vmr_console_wait_boot(struct vmr_console *c, const struct vmr_boots *seen, unsigned timeout_ms,
                           char boot_id[VMR_BOOT_ID_LEN + 1])
 {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-        }
+        deadline(&until, timeout_ms);
         int r = 0;
         pthread_mutex_lock(&c->lock);
         for (;;) {

@@ -43,6 +43,9 @@ int vmr_console_open(virDomainPtr dom, struct vmr_console **ret, const char **re
 int vmr_console_wait_boot(struct vmr_console *c, const struct vmr_boots *seen, unsigned timeout_ms,
                           char boot_id[VMR_BOOT_ID_LEN + 1]);
 
+/* Wait up to timeout_ms until the console has shown text; false when it has not. */
+bool vmr_console_wait_text(struct vmr_console *c, const char *text, unsigned timeout_ms);
+
 /* Every marker seen on this console so far is added to b. */
 void vmr_console_collect(struct vmr_console *c, struct vmr_boots *b);
 

@@ -4,11 +4,18 @@
 #   DIR/vmlinuz          the kernel of Debian's linux-image-amd64 (apt-get download,
 #                        dpkg-deb), booted directly by qemu
 #   DIR/initramfs.img    busybox-static in a gzip'd newc cpio; its /init mounts
-#                        proc, sys and dev, prints "NODEAGENT-GUEST-UP boot=<boot id>"
-#                        on the first serial port and waits forever
+#                        proc, sys and dev, prints "NODEAGENT-GUEST-UP boot=<boot id>
+#                        uptime=<s> acpi=<on|off>" on the first serial port and waits
+#                        forever. With "nodeagent.acpi=poweroff" on the kernel command
+#                        line it loads the kernel's ACPI button and evdev modules and
+#                        powers off when the power button is pressed (printing
+#                        "NODEAGENT-GUEST-POWER-BUTTON" first), like a real distribution;
+#                        without it, it ignores ACPI like a hung guest.
 #   DIR/tiny.qcow2       a small empty qcow2 template disk
 #   DIR/templates.json   the VM driver's templates file (paths relative to DIR, the
-#                        images_dir), with the disk's real sha256
+#                        images_dir), with the disk's real sha256: template
+#                        nodeagent-test-tiny ignores ACPI, nodeagent-test-tiny-acpi
+#                        answers it (same kernel, initramfs and disk)
 #   DIR/guest.env        what was built (kernel version, template id) for the test log
 #
 # Usage: guest.sh DIR. Exit codes: 0 ok (DIR complete), 1 error.
@@ -16,10 +23,12 @@ set -eu
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 
-RECIPE=1 # bump when what this script builds changes: the cache is then rebuilt
+RECIPE=2 # bump when what this script builds changes: the cache is then rebuilt
 TEMPLATE_ID=nodeagent-test-tiny
+ACPI_TEMPLATE_ID=nodeagent-test-tiny-acpi
 IMAGE_SLUG=busybox-1
 CMDLINE="console=ttyS0 quiet"
+ACPI_CMDLINE="$CMDLINE nodeagent.acpi=poweroff"
 DISK_SIZE=64M
 
 say() { echo "guest.sh: $*" >&2; }
@@ -73,10 +82,15 @@ if [ -n "$ver" ] && [ "$ver" != "$pkg" ]; then
 else
         image=$(download "$pkg")
 fi
-dpkg-deb --fsys-tarfile "$image" | tar -x -C "$work/kernel" --wildcards './boot/vmlinuz-*'
+# The kernel, and the two modules a guest needs to see the ACPI power button.
+dpkg-deb --fsys-tarfile "$image" | tar -x -C "$work/kernel" --wildcards './boot/vmlinuz-*' \
+        './lib/modules/*/kernel/drivers/acpi/button.ko' './lib/modules/*/kernel/drivers/input/evdev.ko'
 vmlinuz=$(ls "$work"/kernel/boot/vmlinuz-* | head -n 1)
 [ -s "$vmlinuz" ] || die "no kernel in $image"
 kver=${vmlinuz##*/vmlinuz-}
+for m in acpi/button input/evdev; do
+        [ -s "$work/kernel/lib/modules/$kver/kernel/drivers/$m.ko" ] || die "no $m.ko in $image"
+done
 
 # --- busybox-static: the installed one when there is one, else from its package.
 bb=""
@@ -93,22 +107,43 @@ fi
 
 # --- initramfs
 r="$work/root"
-mkdir -p "$r/bin" "$r/dev" "$r/proc" "$r/sys" "$r/tmp" "$r/etc"
+mkdir -p "$r/bin" "$r/dev" "$r/proc" "$r/sys" "$r/tmp" "$r/etc" "$r/lib/modules"
 cp "$bb" "$r/bin/busybox"
+cp "$work/kernel/lib/modules/$kver/kernel/drivers/acpi/button.ko" \
+   "$work/kernel/lib/modules/$kver/kernel/drivers/input/evdev.ko" "$r/lib/modules/"
 ln -s busybox "$r/bin/sh"
 mknod -m 600 "$r/dev/console" c 5 1
 mknod -m 666 "$r/dev/null" c 1 3
 cat >"$r/init" <<'INIT'
 #!/bin/sh
-# nodeagent vm-real test guest: no disk, no network, no guest agent, ignores ACPI.
+# nodeagent vm-real test guest: no disk, no network, no guest agent. It answers the
+# ACPI power button only with nodeagent.acpi=poweroff on the kernel command line.
 /bin/busybox mount -t proc proc /proc
 /bin/busybox mount -t sysfs sysfs /sys
 /bin/busybox mount -t devtmpfs devtmpfs /dev 2>/dev/null
 /bin/busybox --install -s /bin
 export PATH=/bin
+acpi=off
+if grep -q 'nodeagent.acpi=poweroff' /proc/cmdline; then
+        insmod /lib/modules/evdev.ko
+        insmod /lib/modules/button.ko
+        for d in /sys/class/input/input*; do
+                [ "$(cat "$d/name" 2>/dev/null)" = "Power Button" ] || continue
+                for e in "$d"/event*; do
+                        [ -e "$e" ] || continue
+                        # Opened before the marker: a press from then on is not missed.
+                        exec 3<"/dev/input/${e##*/}"
+                        (dd bs=24 count=1 <&3 >/dev/null 2>&1
+                         echo "NODEAGENT-GUEST-POWER-BUTTON" >/dev/ttyS0
+                         poweroff -f) &
+                        acpi=on
+                        break 2
+                done
+        done
+fi
 boot=$(cat /proc/sys/kernel/random/boot_id)
 up=$(cut -d' ' -f1 /proc/uptime)
-echo "NODEAGENT-GUEST-UP boot=$boot uptime=$up" >/dev/ttyS0
+echo "NODEAGENT-GUEST-UP boot=$boot uptime=$up acpi=$acpi" >/dev/ttyS0
 while :; do sleep 3600; done
 INIT
 chmod 0755 "$r/init"
@@ -130,6 +165,17 @@ cat >"$work/templates.json" <<JSON
     "kernel": "vmlinuz",
     "initrd": "initramfs.img",
     "cmdline": "$CMDLINE"
+  },
+  {
+    "id": "$ACPI_TEMPLATE_ID",
+    "imageSlug": "$IMAGE_SLUG",
+    "os": "linux",
+    "format": "qcow2",
+    "path": "tiny.qcow2",
+    "sha256": "$sum",
+    "kernel": "vmlinuz",
+    "initrd": "initramfs.img",
+    "cmdline": "$ACPI_CMDLINE"
   }
 ]
 JSON
@@ -138,6 +184,7 @@ KERNEL_PACKAGE=$pkg
 KERNEL_VERSION=$kver
 KERNEL_PACKAGE_VERSION=$ver
 TEMPLATE_ID=$TEMPLATE_ID
+ACPI_TEMPLATE_ID=$ACPI_TEMPLATE_ID
 IMAGE_SLUG=$IMAGE_SLUG
 ENV
 
@@ -147,4 +194,4 @@ for f in vmlinuz initramfs.img tiny.qcow2 templates.json guest.env; do
 done
 rm -rf "$work"
 echo "$RECIPE" >"$dir/.recipe"
-say "built $TEMPLATE_ID in $dir (kernel $kver)"
+say "built $TEMPLATE_ID and $ACPI_TEMPLATE_ID in $dir (kernel $kver)"
