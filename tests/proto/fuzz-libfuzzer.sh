@@ -8,6 +8,7 @@ runs=${1:-200000}
 command -v clang >/dev/null || { echo "fuzz-libfuzzer: clang is not installed (apt-get install clang)"; exit 77; }
 work=$(mktemp -d /tmp/na-fuzz-job-XXXXXX)
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM   # so that the EXIT trap runs when stopped too
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
   -DNA_VERSION='"fuzz"' -I"$src" $(pkg-config --cflags jansson) \
   "$src/tests/proto/fuzz-job.c" "$src/proto/decode.c" "$src/proto/job.c" "$src/proto/wire.c" \
