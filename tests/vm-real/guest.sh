@@ -61,10 +61,18 @@ work="$dir/work"
 rm -rf "$work"
 mkdir -p "$work/debs" "$work/kernel" "$work/root"
 
-# download PACKAGE[=VERSION] into $work/debs; prints the .deb path.
+# download PACKAGE[=VERSION] into $work/debs; prints the .deb path. Package lists
+# that do not know it yet (a fresh machine) are updated once. (It runs in $(...):
+# the "updated" mark is a file.)
 download() {
-        (cd "$work/debs" && apt-get download -q "$1" >"$work/apt.log" 2>&1) ||
-                die "apt-get download $1 failed: $(tail -n 3 "$work/apt.log")"
+        if ! (cd "$work/debs" && apt-get download -q "$1" >"$work/apt.log" 2>&1); then
+                [ ! -e "$work/apt-updated" ] || die "apt-get download $1 failed: $(tail -n 3 "$work/apt.log")"
+                : >"$work/apt-updated"
+                apt-get update -qq >"$work/apt-update.log" 2>&1 ||
+                        die "apt-get update failed: $(tail -n 3 "$work/apt-update.log")"
+                (cd "$work/debs" && apt-get download -q "$1" >"$work/apt.log" 2>&1) ||
+                        die "apt-get download $1 failed: $(tail -n 3 "$work/apt.log")"
+        fi
         name=${1%%=*}
         deb=$(ls "$work/debs/${name}"_*.deb 2>/dev/null | head -n 1)
         [ -n "$deb" ] || die "apt-get download $1 left no .deb"
