@@ -296,6 +296,7 @@ int config_load(const char *path, FILE *report, unsigned *problems, struct agent
         size_t nsections = 0;
         char section[64] = "";
         unsigned cur_section_line = 0, lineno = 0;
+        bool in_bad_section = false; /* its keys are not reported again, one by one */
         char why[128];
 
         for (char *line = text, *next; line; line = next) {
@@ -312,12 +313,14 @@ int config_load(const char *path, FILE *report, unsigned *problems, struct agent
                         if (!end || end[1]) {
                                 PROBLEM(lineno, s, "malformed section header (expected [name])");
                                 section[0] = '\0';
+                                in_bad_section = true;
                                 continue;
                         }
                         *end = '\0';
                         snprintf(section, sizeof(section), "%s", trim(s + 1));
                         cur_section_line = lineno;
-                        if (!section_known(section)) {
+                        in_bad_section = !section_known(section);
+                        if (in_bad_section) {
                                 PROBLEM(lineno, section, "unknown section (known: agent, controller, vm, firewall, metrics)");
                                 section[0] = '\0';
                                 continue;
@@ -348,7 +351,8 @@ int config_load(const char *path, FILE *report, unsigned *problems, struct agent
                         value++;
                 }
                 if (!section[0]) {
-                        PROBLEM(lineno, key, "key outside of a known section");
+                        if (!in_bad_section)
+                                PROBLEM(lineno, key, "key outside of a section");
                         continue;
                 }
                 const struct key_def *def = key_find(section, key);

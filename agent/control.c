@@ -30,6 +30,7 @@ struct conn {
 
 struct control {
         struct loop *loop;
+        struct loop_timer *accept_pause; /* out of descriptors: stop accepting for a moment */
         struct jobs *jobs;
         const struct control_ops *ops;
         void *userdata;
@@ -269,13 +270,28 @@ static void conn_io(void *userdata, int fd, uint32_t revents)
                 conn_free(k);
 }
 
+static void listen_io(void *userdata, int fd, uint32_t revents);
+
+static void accept_resume(void *userdata)
+{
+        struct control *c = userdata;
+        loop_watch(c->loop, c->listen_fd, EPOLLIN, listen_io, c, NULL);
+}
+
 static void listen_io(void *userdata, int fd, uint32_t revents)
 {
         struct control *c = userdata;
         for (;;) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-                if (cfd < 0)
+                if (cfd < 0) {
+                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED && c->accept_pause) {
+                                /* EMFILE and friends: the socket stays readable; pause, do not spin. */
+                                log_warn("control socket: accept: %s; pausing for 200 ms", strerror(errno));
+                                loop_unwatch(c->loop, fd);
+                                loop_timer_arm_ms(c->accept_pause, 200);
+                        }
                         return;
+                }
                 struct conn *k = calloc(1, sizeof(*k));
                 if (!k) {
                         close(cfd);
@@ -349,6 +365,7 @@ int control_open(struct loop *loop, struct jobs *jobs, const char *path, const s
                 return r;
         }
         c->listen_fd = TAKE_FD(fd);
+        c->accept_pause = loop_timer_new(loop, accept_resume, c);
         *ret = c;
         return 0;
 }
@@ -360,6 +377,7 @@ void control_close(struct control *c)
         while (c->conns)
                 conn_free(c->conns);
         loop_unwatch(c->loop, c->listen_fd);
+        loop_timer_free(c->accept_pause);
         close(c->listen_fd);
         unlink(c->path);
         free(c->path);

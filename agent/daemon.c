@@ -245,7 +245,9 @@ static void status_tick(void *userdata)
 static int open_state_dir(struct agent *a, struct na_error *err)
 {
         const char *dir = a->cfg->state_dir;
-        int r = na_mkdir_p(dir, 0700, err);
+        /* 0711: qemu, running as its own user, must traverse to the disks below; every
+         * file in here is 0600 or 0640 on its own. */
+        int r = na_mkdir_p(dir, 0711, err);
         if (r < 0)
                 return na_error_prefix(err, "state directory %s", dir);
         if (access(dir, W_OK) < 0)

@@ -405,6 +405,11 @@ static void job_run(void *userdata)
                 }
         }
         na_error_clear(&err);
+        /* Nothing of this thread may touch the job after the post: the loop frees it. */
+        if (data) {
+                json_decref(data);
+                data = NULL;
+        }
         loop_post(job->jobs->loop, job_finished, job);
 }
 

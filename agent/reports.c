@@ -263,6 +263,12 @@ char *reports_oldest_body(struct reports *r, uint64_t sent_ms, int64_t *seq)
 
 void reports_ack(struct reports *r, int64_t ack_seq)
 {
+        /* The central API has seen seqs we never sent: our state directory was lost or
+         * restored from a backup. Continue above them, or new reports would be dropped. */
+        if (ack_seq >= r->next_seq) {
+                r->next_seq = ack_seq + 1;
+                journal_record(r, "next", r->next_seq, NULL);
+        }
         if (!r->head || r->head->seq > ack_seq)
                 return;
         ack_upto(r, ack_seq);

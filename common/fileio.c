@@ -38,10 +38,11 @@ static int write_all(int fd, const void *data, size_t len)
 int na_atomic_write(const char *path, const void *data, size_t len, mode_t mode, struct na_error *err)
 {
         char tmp[4096];
-        if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+        if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= sizeof(tmp))
                 return na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL, "%s: path too long", path);
 
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+        /* A unique name: two threads replacing the same file never share a temporary. */
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0)
                 return na_error_sys(err, errno, "create %s", tmp);
         int r = write_all(fd, data, len);

@@ -20,16 +20,18 @@ struct na_journal_writer {
         pthread_cond_t work, durable;
         struct op *head, *tail;
         uint64_t next_ticket, durable_ticket;
-        int error;
+        int error;            /* sticky: once the journal failed, later records are not trusted */
+        uint64_t error_from;  /* the first ticket of the batch that failed */
         char error_text[256];
         bool stopping;
         struct na_journal_writer_stats stats;
 };
 
-static void set_error(struct na_journal_writer *w, const struct na_error *err)
+static void set_error(struct na_journal_writer *w, uint64_t batch_first, const struct na_error *err)
 {
         pthread_mutex_lock(&w->lock);
         if (!w->error) {
+                w->error_from = batch_first;
                 w->error = err->errnum ? err->errnum : EIO;
                 snprintf(w->error_text, sizeof(w->error_text), "%s", err->message);
         }
@@ -50,13 +52,14 @@ static void *writer_main(void *arg)
                 pthread_mutex_unlock(&w->lock);
 
                 uint64_t last = 0, appended = 0, syncs = 0, rewrites = 0;
+                uint64_t batch_first = batch->ticket; /* where a failure's range begins */
                 bool dirty = false;
                 for (struct op *o = batch, *next; o; o = next) {
                         next = o->next;
                         struct na_error err = NA_ERROR_INIT;
                         if (o->data) {
                                 if (na_journal_append(w->journal, o->data, o->len, &err) < 0)
-                                        set_error(w, &err);
+                                        set_error(w, batch_first, &err);
                                 else {
                                         appended++;
                                         dirty = true;
@@ -65,12 +68,12 @@ static void *writer_main(void *arg)
                         } else {
                                 /* Appends before a rewrite are durable before it replaces the file. */
                                 if (dirty && na_journal_sync(w->journal, &err) < 0)
-                                        set_error(w, &err);
+                                        set_error(w, batch_first, &err);
                                 syncs += dirty;
                                 dirty = false;
                                 na_error_clear(&err);
                                 if (na_journal_rewrite(w->journal, o->emit, o->userdata, &err) < 0)
-                                        set_error(w, &err);
+                                        set_error(w, batch_first, &err);
                                 else
                                         rewrites++;
                                 if (o->done)
@@ -83,7 +86,7 @@ static void *writer_main(void *arg)
                 if (dirty) {
                         struct na_error err = NA_ERROR_INIT;
                         if (na_journal_sync(w->journal, &err) < 0)
-                                set_error(w, &err);
+                                set_error(w, batch_first, &err);
                         syncs++;
                         na_error_clear(&err);
                 }
@@ -151,7 +154,7 @@ int na_journal_writer_wait(struct na_journal_writer *w, uint64_t ticket, struct 
         while (w->durable_ticket < ticket && !w->error)
                 pthread_cond_wait(&w->durable, &w->lock);
         int r = 0;
-        if (w->error)
+        if (w->error && ticket >= w->error_from)
                 r = na_error_set(err, w->error, NA_E_INTERNAL, "%s", w->error_text);
         pthread_mutex_unlock(&w->lock);
         return r;

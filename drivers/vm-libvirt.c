@@ -352,7 +352,7 @@ static int vm_open(const struct vm_options *o, struct vm_conn **ret, struct na_e
 
         int r;
         _cleanup_free_ char *cache = vm_strdupf("%s/template-cache.json", c->meta_dir);
-        if ((r = na_mkdir_p(c->meta_dir, 0700, err)) < 0 || (r = na_mkdir_p(c->storage_dir, 0711, err)) < 0 ||
+        if ((r = na_mkdir_p(c->meta_dir, 0711, err)) < 0 || (r = na_mkdir_p(c->storage_dir, 0711, err)) < 0 ||
             (r = na_mkdir_p(c->backups_dir, 0700, err)) < 0 ||
             (r = vm_templates_new(o->templates_file, o->images_dir, cache, &c->templates, err)) < 0) {
                 conn_free(c);

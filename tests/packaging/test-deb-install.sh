@@ -2,7 +2,7 @@
 # The .deb's life with dpkg in a scratch root (dpkg --root, maintainer scripts run
 # chrootless with DPKG_ROOT set, so they must not touch the host's systemd; a fake
 # systemctl first on PATH fails the test if they do):
-#   install   -> files in place, /var/lib/nodeagent 0700, conffile registered, hint
+#   install   -> files in place, /var/lib/nodeagent 0711, conffile registered, hint
 #   modify the configuration, reinstall -> the modification is kept, no prompt
 #   remove    -> binaries and unit gone; configuration and a non-empty state
 #                directory kept
@@ -35,7 +35,7 @@ dpkg_root -i "$deb" || die "dpkg -i: $(cat "$SCRATCH/dpkg.out")"
 for f in usr/sbin/nodeagentd usr/bin/nodeagentctl lib/systemd/system/nodeagent.service etc/nodeagent/nodeagent.conf; do
 	[ -f "$R/$f" ] || fail "after install: /$f missing"
 done
-[ "$(stat -c %a "$R/var/lib/nodeagent")" = 700 ] || fail "after install: /var/lib/nodeagent mode $(stat -c %a "$R/var/lib/nodeagent")"
+[ "$(stat -c %a "$R/var/lib/nodeagent")" = 711 ] || fail "after install: /var/lib/nodeagent mode $(stat -c %a "$R/var/lib/nodeagent")"
 dpkg --root="$R" -s nodeagent >"$SCRATCH/status"
 grep -q '^Status: install ok installed' "$SCRATCH/status" || fail "after install: $(grep '^Status' "$SCRATCH/status")"
 grep -q '^ /etc/nodeagent/nodeagent.conf [0-9a-f]\{32\}$' "$SCRATCH/status" || fail "after install: nodeagent.conf not registered as a conffile"

@@ -4,7 +4,7 @@
 #    the Debian package of every shared library the binaries link to, plus the
 #    programs the VM driver runs;
 #  - contents (-c): every file at its place with its mode and owner, the state
-#    directory 0700, nothing outside the expected directories;
+#    directory 0711, nothing outside the expected directories;
 #  - control archive (-I/-e): conffiles, maintainer scripts (0755, valid sh);
 #  - the shipped unit and configuration are the files of the tree (ExecStart names
 #    the packaged daemon), and the packaged daemon runs;
@@ -68,7 +68,7 @@ expect_entry -rwxr-xr-x /usr/sbin/nodeagentd
 expect_entry -rwxr-xr-x /usr/bin/nodeagentctl
 expect_entry -rw-r--r-- /etc/nodeagent/nodeagent.conf
 expect_entry -rw-r--r-- /lib/systemd/system/nodeagent.service
-expect_entry drwx------ /var/lib/nodeagent
+expect_entry drwx--x--x /var/lib/nodeagent
 expect_entry -rw-r--r-- /usr/share/man/man8/nodeagentd.8.gz
 expect_entry -rw-r--r-- /usr/share/man/man8/nodeagentctl.8.gz
 expect_entry -rw-r--r-- /usr/share/man/man5/nodeagent.conf.5.gz

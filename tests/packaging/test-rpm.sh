@@ -2,7 +2,7 @@
 # The .rpm built by packaging/build-packages.sh, read back with rpm -qp:
 #  - header: name, version, not relocatable (the unit names /usr/sbin/nodeagentd);
 #  - files (-qlp and per-file modes/flags): every file at its place with its mode,
-#    the unit in /usr/lib/systemd/system, the state directory 0700, nothing else
+#    the unit in /usr/lib/systemd/system, the state directory 0711, nothing else
 #    and no directory the base system owns;
 #  - --configfiles: exactly /etc/nodeagent/nodeagent.conf, as %config(noreplace);
 #  - requires: the libraries the binaries link to (found by rpm) and the programs
@@ -50,7 +50,7 @@ expect_file -rwxr-xr-x /usr/bin/nodeagentctl
 expect_file -rw-r--r-- /etc/nodeagent/nodeagent.conf cn
 expect_file drwxr-xr-x /etc/nodeagent
 expect_file -rw-r--r-- /usr/lib/systemd/system/nodeagent.service
-expect_file drwx------ /var/lib/nodeagent
+expect_file drwx--x--x /var/lib/nodeagent
 expect_file -rw-r--r-- /usr/share/man/man8/nodeagentd.8.gz
 expect_file -rw-r--r-- /usr/share/man/man8/nodeagentctl.8.gz
 expect_file -rw-r--r-- /usr/share/man/man5/nodeagent.conf.5.gz
@@ -123,7 +123,7 @@ rpm_root() { rpm --root "$R" "$@" 2>>"$SCRATCH/rpm.err"; }
 rpm_root --initdb || die "rpm --initdb: $(cat "$SCRATCH/rpm.err")"
 rpm_root -i --nodeps --noscripts "$rpmf" || fail "rpm -i: $(cat "$SCRATCH/rpm.err")"
 [ -x "$R/usr/sbin/nodeagentd" ] || fail "rpm -i did not install /usr/sbin/nodeagentd"
-[ "$(stat -c %a "$R/var/lib/nodeagent")" = 700 ] || fail "installed /var/lib/nodeagent has mode $(stat -c %a "$R/var/lib/nodeagent")"
+[ "$(stat -c %a "$R/var/lib/nodeagent")" = 711 ] || fail "installed /var/lib/nodeagent has mode $(stat -c %a "$R/var/lib/nodeagent")"
 echo "# local change" >>"$R/etc/nodeagent/nodeagent.conf"
 rpm_root -U --replacepkgs --nodeps --noscripts "$rpmf" || fail "rpm -U --replacepkgs: $(cat "$SCRATCH/rpm.err")"
 tail -n 1 "$R/etc/nodeagent/nodeagent.conf" | grep -qx "# local change" || fail "a reinstall replaced the modified configuration"

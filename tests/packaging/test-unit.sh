@@ -41,7 +41,7 @@ expect NotifyAccess main
 expect Restart on-failure
 expect KillMode mixed
 expect StateDirectory nodeagent
-expect StateDirectoryMode 0700
+expect StateDirectoryMode 0711
 expect RuntimeDirectory nodeagent
 expect ConfigurationDirectory nodeagent
 expect ProtectSystem strict
