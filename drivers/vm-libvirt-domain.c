@@ -165,19 +165,18 @@ int vm_lv_power(struct vm_conn *c, const char *id, enum proto_vps_power_action a
         case PROTO_VPS_POWER_FORCE_STOP:
                 r = vm_lv_force_off(c, id, dom, err);
                 break;
-        case PROTO_VPS_POWER_REBOOT: {
-                int state = 0, reason = 0;
-                if (virDomainGetState(dom, &state, &reason, 0) < 0)
-                        return vm_virt_error(err, id, "read state");
-                if (state == VIR_DOMAIN_RUNNING || state == VIR_DOMAIN_BLOCKED || state == VIR_DOMAIN_SHUTDOWN) {
-                        if (virDomainReboot(dom, 0) < 0)
-                                r = vm_virt_error(err, id, "reboot");
-                        else
-                                vm_mem_started(c, id, (int64_t)na_now_real_ms());
-                } else
-                        r = vm_lv_start(c, id, dom, err); /* rebooting a stopped server starts it */
+        case PROTO_VPS_POWER_REBOOT:
+                /*
+                 * A cold reboot: the power button, off by force after graceSec, then a
+                 * start. virDomainReboot only asks the guest (ACPI), which a hung guest
+                 * ignores while the call succeeds; and a warm reboot inside the same qemu
+                 * would not apply a plan change that waits for a restart (vps.upgrade).
+                 * Rebooting a stopped server starts it.
+                 */
+                r = power_stop(c, id, dom, grace_sec, progress, err);
+                if (r >= 0)
+                        r = vm_lv_start(c, id, dom, err);
                 break;
-        }
         default:
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "vps %s: unknown power action %d", id, (int)action);
         }

@@ -97,7 +97,7 @@ enum proto_vps_power_action {
 extern const char *const proto_vps_power_actions[]; /* "start", "stop", "reboot", "force-stop", NULL */
 struct proto_vps_power {
         enum proto_vps_power_action action;
-        int64_t grace_sec; /* stop: ACPI shutdown, then force after this; 0..3600, default 60 */
+        int64_t grace_sec; /* stop and reboot: ACPI shutdown, then force after this; 0..3600, default 60 */
 };
 int proto_vps_power_decode(json_t *params, struct proto_vps_power **ret, struct na_error *err);
 void proto_vps_power_free(struct proto_vps_power *p);
