@@ -7,12 +7,14 @@
 extern job_kind_list node_job_kinds;
 extern job_kind_list vps_job_kinds;
 extern job_kind_list metrics_job_kinds;
+extern job_kind_list fw_job_kinds;
 extern job_kind_list test_job_kinds;
 
 static const struct job_kind *const *const lists[] = {
         node_job_kinds,
         vps_job_kinds,
         metrics_job_kinds,
+        fw_job_kinds,
 };
 
 /* The test kinds exist only for the project's own tests (agent/jobs-test.c). */

@@ -8,8 +8,9 @@
  * configuration or holds rules the agent did not write. set replaces the server's
  * configuration in one netlink batch and answers the configuration read back from the
  * kernel. Both answer DRIVER_ERROR "firewall disabled on this node" when [firewall]
- * enabled = false (services->fw is NULL). Whether the server exists is the caller's
- * business: a server without a configuration reads as off, allow, allow, no rules.
+ * enabled = false (services->fw is NULL), and VPS_NOT_FOUND for a server the node
+ * does not have (services->vps_exists); a server without a configuration reads as
+ * off, allow, allow, no rules.
  */
 #include <stdlib.h>
 
@@ -24,6 +25,10 @@ extern job_kind_list fw_job_kinds; /* gathered by agent/job-registry.c */
 static struct fw *firewall(struct job_ctx *ctx, struct na_error *err)
 {
         const struct agent_services *s = job_services(ctx);
+        if (s && s->vps_exists && !s->vps_exists(s, job_target_id(ctx))) {
+                na_error_set(err, ENOENT, NA_E_VPS_NOT_FOUND, "vps %s: no such server on this node", job_target_id(ctx));
+                return NULL;
+        }
         if (s && s->fw)
                 return s->fw;
         na_error_set(err, ENOTSUP, NA_E_DRIVER, "vps %s: firewall disabled on this node", job_target_id(ctx));

@@ -844,8 +844,10 @@ static void send_hello(struct link *l)
                 set_state(l, LINK_CONNECTING, NULL, NULL, NULL);
         struct proto_host host;
         hostinfo_to_proto(l->opt.host, &host);
+        /* What this agent really has: no container runtime yet, and no firewall when it is off. */
         json_t *caps = json_pack("{s:o, s:s, s:s, s:s, s:s}", "jobKinds", job_kinds_json(), "vmDriver", "libvirt",
-                                 "vmDriverUri", l->opt.cfg->vm_uri, "appDriver", "crun", "firewall", "nftables");
+                                 "vmDriverUri", l->opt.cfg->vm_uri, "appDriver", "none", "firewall",
+                                 l->opt.cfg->fw_enabled ? "nftables" : "none");
         json_t *inventory = l->opt.inventory ? l->opt.inventory(l->opt.userdata) : NULL;
         _cleanup_json_ json_t *hello = proto_hello_encode(NA_VERSION, l->opt.host->boot_id, &host, caps, inventory,
                                                           jobstore_unfinished_json(l->opt.store));

@@ -1,7 +1,7 @@
 /*
  * The node's drivers and the hooks between them. Each module stays ignorant of the
  * others: the VM handlers call vps_added/vps_removed, and this file turns those into
- * metrics tracking (and, once it is there, the firewall chain's removal).
+ * metrics tracking and the removal of the server's firewall chains.
  */
 #include "agent/services.h"
 
@@ -13,6 +13,7 @@
 #include "common/names.h"
 #include "common/timeutil.h"
 #include "drivers/vm.h"
+#include "firewall/fw.h"
 #include "metrics/metrics.h"
 #include "proto/vps.h"
 
@@ -47,6 +48,9 @@ static void vps_removed(const struct agent_services *s, const char *vps_id)
         struct na_error err = NA_ERROR_INIT;
         if (s->metrics && metrics_untrack(s->metrics, METRICS_VPS, vps_id, true, &err) < 0)
                 log_warn("vps %s: metrics: %s", vps_id, err.message);
+        na_error_clear(&err);
+        if (s->fw && fw_remove(s->fw, vps_id, &err) < 0)
+                log_warn("vps %s: firewall chains left behind: %s", vps_id, err.message);
         na_error_clear(&err);
 }
 
@@ -110,6 +114,16 @@ static int open_metrics(struct agent_services *s, struct na_error *err)
         return 0;
 }
 
+static int open_firewall(struct agent_services *s, struct na_error *err)
+{
+        const struct agent_config *cfg = s->config;
+        if (!cfg->fw_enabled)
+                return 0;
+        struct fw_options o = { .table = cfg->fw_table, .state_dir = cfg->state_dir, .netns_fd = -1 };
+        int r = fw_open(&o, &s->fw, err);
+        return r < 0 ? na_error_prefix(err, "firewall (table inet %s)", cfg->fw_table) : 0;
+}
+
 int services_open(struct agent_services *s, struct na_error *err)
 {
         s->vps_exists = vps_exists;
@@ -117,10 +131,43 @@ int services_open(struct agent_services *s, struct na_error *err)
         s->vps_removed = vps_removed;
         int r = open_vm(s, err);
         if (r >= 0)
+                r = open_firewall(s, err);
+        if (r >= 0)
                 r = open_metrics(s, err);
         if (r < 0)
                 services_close(s);
         return r;
+}
+
+/*
+ * Re-apply every stored firewall and remove the chains of servers this node no
+ * longer has. Without an inventory (libvirtd not reachable yet) nothing is removed.
+ */
+static void reconcile_firewall(struct agent_services *s, json_t *inventory)
+{
+        if (!s->fw)
+                return;
+        const char **ids = NULL;
+        if (inventory) {
+                ids = calloc(json_array_size(inventory) + 1, sizeof(*ids));
+                size_t i;
+                json_t *item;
+                json_array_foreach(inventory, i, item) {
+                        if (ids)
+                                ids[i] = json_string_value(json_object_get(item, "id"));
+                }
+        }
+        struct fw_reconcile_stats st = { 0 };
+        struct na_error err = NA_ERROR_INIT;
+        if (fw_reconcile(s->fw, inventory ? ids : NULL, &st, &err) < 0)
+                log_error("firewall: re-applying the stored configurations: %s", err.message);
+        else
+                log_info("firewall: %zu server(s) re-applied, %zu of gone servers removed, %zu refused by the kernel",
+                         st.applied, st.removed, st.failed);
+        if (st.failed)
+                log_error("firewall: %zu server(s) run unfiltered: the kernel refused their stored rules", st.failed);
+        na_error_clear(&err);
+        free(ids);
 }
 
 void services_start(struct agent_services *s)
@@ -131,12 +178,15 @@ void services_start(struct agent_services *s)
                         log_warn("metrics: %s", err.message);
                 na_error_clear(&err);
         }
-        if (!s->vm)
+        if (!s->vm) {
+                reconcile_firewall(s, NULL);
                 return;
+        }
         json_t *inv = NULL;
         if (s->vm->inventory(s->vm_conn, &inv, &err) < 0) {
                 log_warn("vm: inventory at start: %s", err.message);
                 na_error_clear(&err);
+                inv = NULL;
         }
         size_t i;
         json_t *item;
@@ -153,7 +203,9 @@ void services_start(struct agent_services *s)
                         track(s, id, 0, 0);
                 na_error_clear(&err);
         }
+        reconcile_firewall(s, inv);
         json_decref(inv);
+        /* After the firewall: servers started again are filtered from their first packet. */
         if (s->vm->resume_servers(s->vm_conn, false, NULL, &err) < 0)
                 log_warn("vm: starting servers again after a node reboot: %s", err.message);
         na_error_clear(&err);
@@ -166,6 +218,8 @@ void services_close(struct agent_services *s)
         s->collector = NULL;
         metrics_close(s->metrics);
         s->metrics = NULL;
+        fw_close(s->fw); /* the rules stay in force */
+        s->fw = NULL;
         if (s->vm)
                 s->vm->close(s->vm_conn);
         s->vm = NULL;

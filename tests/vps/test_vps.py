@@ -8,8 +8,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from nodeagent_harness import (make_cgroup_fixture, make_vm_assets, run_cases, set_cgroup_counters,  # noqa: E402
-                               wait_for, with_setup)
+from nodeagent_harness import (Skip, make_cgroup_fixture, make_vm_assets, run_cases,  # noqa: E402
+                               set_cgroup_counters, wait_for, with_setup)
 
 VPS = str(uuid.uuid4())
 PLAN = {"cpuCores": 2, "cpuThreads": 1, "ramMB": 1024, "storageMB": 2048, "networkSpeedLimitMbps": 0,
@@ -175,5 +175,78 @@ def events_and_metrics(s):
     assert before and any(p.get("cpuPercent", 0) > 0 for p in before), r
 
 
+def nft_list(table="nodeagent"):
+    import subprocess
+    r = subprocess.run(["nft", "list", "table", "inet", table], capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else ""
+
+
+@with_setup(agent_conf=conf)
+def firewall(s):
+    """vps.firewall.set then .get round-trips every field through the controller link;
+    the kernel holds what get answers; hand edits are reported as drift; delete cleans up."""
+    if os.environ.get("NA_TEST_NO_FIREWALL"):
+        raise Skip("needs root for a private network namespace")
+    run = Run(s)
+    run.job("vps.firewall.get", ok="VPS_NOT_FOUND")
+    run.job("vps.create", {"name": "fw-1", "hostname": "fw-1", "plan": PLAN,
+                           "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+                           "vmPassword": "Sup3r!secret"})
+    cfg = {"enabled": True, "inboundPolicy": "deny", "outboundPolicy": "allow", "rules": [
+        {"type": "inbound", "protocol": "tcp", "port": "22", "source": "203.0.113.0/24", "destination": "any",
+         "action": "allow", "enabled": True, "comment": "ssh from the office"},
+        {"type": "inbound", "protocol": "tcp", "port": "80,443", "source": "any", "destination": "any",
+         "action": "allow", "enabled": True, "comment": "web"},
+        {"type": "inbound", "protocol": "udp", "port": "27015-27030", "source": "2001:db8::/32",
+         "destination": "any", "action": "reject", "enabled": True, "comment": "game ports, v6 only"},
+        {"type": "inbound", "protocol": "icmp", "port": "", "source": "any", "destination": "any",
+         "action": "allow", "enabled": False, "comment": "ping (off for now)"},
+        {"type": "outbound", "protocol": "all", "port": "", "source": "any", "destination": "198.51.100.7",
+         "action": "deny", "enabled": True, "comment": "no mail relay"},
+    ]}
+    r, _ = run.job("vps.firewall.set", cfg)
+    live = r["data"]
+    assert live["enabled"] is True and live["inboundPolicy"] == "deny" and live["outboundPolicy"] == "allow", live
+    assert len(live["rules"]) == 5 and all(isinstance(x["id"], int) for x in live["rules"]), live
+    strip = [{k: v for k, v in x.items() if k != "id"} for x in live["rules"]]
+    for want, got in zip(cfg["rules"], strip):
+        for k, v in want.items():
+            if k == "port" and not v:
+                continue
+            assert got.get(k) == v, (k, want, got)
+    r, _ = run.job("vps.firewall.get")
+    assert r["data"] == live, (r["data"], live)
+    text = nft_list()
+    assert "ssh from the office" in text and "nav" in text, text
+
+    # Bad input: every problem on its path, nothing changes.
+    bad = {"enabled": True, "inboundPolicy": "deny", "outboundPolicy": "allow", "rules": [
+        {"type": "inbound", "protocol": "icmp", "port": "22", "source": "10.0.0.300", "destination": "any",
+         "action": "allow", "enabled": True, "comment": "x"},
+        {"type": "sideways", "protocol": "tcp", "port": "2000-1000", "source": "any", "destination": "any",
+         "action": "maybe", "enabled": True, "comment": "y" * 300}]}
+    r, _ = run.job("vps.firewall.set", bad, ok="VALIDATION_ERROR")
+    d = r["error"]["details"]["rules"]
+    assert {"port", "source"} <= set(d["0"]) and {"type", "port", "action", "comment"} <= set(d["1"]), d
+    r, _ = run.job("vps.firewall.get")
+    assert r["data"] == live
+
+    # A rule added by hand is drift: reported as an event, shown by get.
+    import subprocess
+    chain = [line.split()[1] for line in text.splitlines() if line.strip().startswith("chain nav") and "-in" in line][0]
+    subprocess.run(["nft", "add", "rule", "inet", "nodeagent", chain, "tcp", "dport", "3306", "accept"], check=True)
+    r, _ = run.job("vps.firewall.get")
+    assert len(r["data"]["rules"]) == 6, r
+    wait_for(lambda: any(e["type"] == "firewall.drift" and e["targetId"] == VPS
+                         for rep in s.controller.state()["reports"] for e in rep["events"]), 15, "the drift event")
+
+    # Off keeps the rules; set again replaces the hand-made one; delete removes the chains.
+    r, _ = run.job("vps.firewall.set", dict(cfg, enabled=False))
+    assert r["data"]["enabled"] is False and len(r["data"]["rules"]) == 5, r
+    run.job("vps.delete")
+    assert "nav" not in nft_list().replace("navigation", ""), nft_list()
+    run.job("vps.firewall.set", cfg, ok="VPS_NOT_FOUND")
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases({f.__name__: f for f in [lifecycle, events_and_metrics]}))
+    sys.exit(run_cases({f.__name__: f for f in [lifecycle, events_and_metrics, firewall]}))
