@@ -3,6 +3,7 @@
 a few jobs sent through the long poll, printed as they come back."""
 import json
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -30,6 +31,11 @@ def summarize(kind, data):
         now = data["now"]
         return (f"now: CPU {now.get('cpuPercent', 0):.1f} %, memory {now.get('memoryUsedMB', 0):.0f} MB; "
                 f"history: {len(data['series']['points'])} point(s) every {data['series']['step']} s")
+    if kind in ("vps.firewall.set", "vps.firewall.get"):
+        rules = "; ".join(f"#{r['id']} {r['type']} {r['protocol']} {r.get('port') or '*'} from {r['source']} "
+                          f"{r['action']}{'' if r['enabled'] else ' (off)'}" for r in data["rules"])
+        return (f"{'on' if data['enabled'] else 'off'}, inbound {data['inboundPolicy']}, outbound "
+                f"{data['outboundPolicy']}: {rules}")
     if kind == "vps.snapshot.list":
         return ", ".join(f"{x['snapshotId']} ({x['name']})" for x in data) or "none"
     text = json.dumps(data)
@@ -104,6 +110,20 @@ def main():
         run_job(s, "Reinstall with Ubuntu 24.04", "vps.reinstall",
                 {"templateId": "ubuntu-24.04", "templateImageSlug": "2024.10", "hostname": "web-2",
                  "vmPassword": "N3w!passw0rd"}, target=vps)
+        if netns:
+            fw = {"enabled": True, "inboundPolicy": "deny", "outboundPolicy": "allow", "rules": [
+                {"type": "inbound", "protocol": "tcp", "port": "22", "source": "203.0.113.0/24", "destination": "any",
+                 "action": "allow", "enabled": True, "comment": "ssh from the office"},
+                {"type": "inbound", "protocol": "tcp", "port": "80,443", "source": "any", "destination": "any",
+                 "action": "allow", "enabled": True, "comment": "web"},
+                {"type": "inbound", "protocol": "icmp", "port": "", "source": "any", "destination": "any",
+                 "action": "allow", "enabled": True, "comment": "ping"}]}
+            run_job(s, "Set its firewall (one netlink batch)", "vps.firewall.set", fw, target=vps)
+            run_job(s, "Read it back from the kernel", "vps.firewall.get", target=vps)
+            listing = subprocess.run(["nft", "list", "table", "inet", "nodeagent"], capture_output=True, text=True).stdout
+            chain = [l for l in listing.splitlines() if l.strip().startswith("chain nav") and "-in {" in l]
+            print(f"    {DIM}nft list table inet nodeagent: {len(listing.splitlines())} lines, "
+                  f"{chain[0].strip() if chain else ''} ...{RESET}")
         run_job(s, "Back it up", "vps.backup.create", {"backupId": "nightly-1", "limits": {
                 "maxStorageGB": 10, "maxBackups": 3, "retentionDays": 7}}, target=vps)
         for i in range(1, 5):  # the test hypervisor runs no QEMU: its cgroup is a fixture we advance
