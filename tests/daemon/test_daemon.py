@@ -225,6 +225,50 @@ def notify():
         s.close(failed)
 
 
+def prometheus():
+    """[metrics] prometheus_listen serves the node's metrics and the agent's health on
+    loopback; anything but GET /metrics is refused; a second scrape works."""
+    import urllib.error
+    import urllib.request
+    from nodeagent_harness import free_port
+    port = free_port()
+    s = Setup(start_agent=False, agent_conf={"metrics": {"interval_sec": 1, "prometheus_listen": f"127.0.0.1:{port}"}})
+    failed = True
+    try:
+        s.agent.start()
+        jid = s.controller.enqueue("node.status")
+        s.controller.wait_results([jid], 10)
+        time.sleep(2.2)  # two ticks: rates exist
+
+        def scrape(path="/metrics"):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+                assert r.headers["Content-Type"].startswith("text/plain"), r.headers
+                return r.read().decode()
+        text = scrape()
+        for want in ('nodeagent_jobs{state="succeeded"} 1', 'nodeagent_link_up{state="connected"} 1',
+                     "nodeagent_results_pending 0", "nodeagent_journal_bytes", "# TYPE nodeagent_jobs gauge"):
+            assert want in text, (want, text[-2000:])
+        assert any(line.startswith("nodeagent_node_") or "node" in line.split("{")[0] for line in text.splitlines()
+                   if line and not line.startswith("#")), text[:2000]
+        try:
+            scrape("/secrets")
+            raise AssertionError("a path other than /metrics was served")
+        except urllib.error.HTTPError as e:
+            assert e.code == 404
+        assert "nodeagent_jobs" in scrape()
+        # Loopback only: the configuration refuses any other address.
+        with open(s.agent.conf) as f:
+            text = f.read()
+        with open(s.agent.conf, "w") as f:
+            f.write(text.replace(f"127.0.0.1:{port}", "0.0.0.0:9464"))
+        r = run([NODEAGENTD, "-c", s.agent.conf, "--check-config"])
+        assert r.returncode == 2 and "prometheus_listen" in r.stderr and "loopback" in r.stderr, r
+        assert s.agent.stop() == 0
+        failed = False
+    finally:
+        s.close(failed)
+
+
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [check_config, sigterm_drain, drain_timeout, refusals, control_socket,
-                                                 sighup_reload, notify]}))
+                                                 sighup_reload, notify, prometheus]}))
