@@ -261,11 +261,8 @@ int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id
         _cleanup_virdom_ virDomainPtr dom = NULL;
         if ((r = vm_domain_get(c, id, &dom, err)) < 0)
                 return r;
-        if (vm_mem_is_installing(c, id)) {
-                na_error_set(err, EBUSY, NA_E_INVALID_STATE, "vps %s: an install is unfinished", id);
-                na_error_detail(err, "state", json_string("installing"));
-                return -EBUSY;
-        }
+        if ((r = vm_refuse_installing(c, id, err)) < 0)
+                return r;
         r = record_load(c, id, backup_id, ret, err);
         if (r == 0)
                 return 0; /* made before: the same backup */
@@ -371,11 +368,8 @@ int vm_lv_backup_restore(struct vm_conn *c, const char *id, const char *backup_i
         _cleanup_virdom_ virDomainPtr dom = NULL;
         if ((r = vm_domain_get(c, id, &dom, err)) < 0)
                 return r;
-        if (vm_mem_is_installing(c, id)) {
-                na_error_set(err, EBUSY, NA_E_INVALID_STATE, "vps %s: an install is unfinished", id);
-                na_error_detail(err, "state", json_string("installing"));
-                return -EBUSY;
-        }
+        if ((r = vm_refuse_installing(c, id, err)) < 0)
+                return r;
         struct proto_vps_backup b;
         r = record_load(c, id, backup_id, &b, err);
         if (r == -ENOENT)

@@ -145,12 +145,8 @@ int vm_lv_power(struct vm_conn *c, const char *id, enum proto_vps_power_action a
         int r = vm_domain_get(c, id, &dom, err);
         if (r < 0)
                 return r;
-        if (vm_mem_is_installing(c, id)) {
-                na_error_set(err, EBUSY, NA_E_INVALID_STATE,
-                             "vps %s: an install is unfinished; run the reinstall again or delete the server", id);
-                na_error_detail(err, "state", json_string("installing"));
-                return -EBUSY;
-        }
+        if ((r = vm_refuse_installing(c, id, err)) < 0)
+                return r;
         bool want = action == PROTO_VPS_POWER_START || action == PROTO_VPS_POWER_REBOOT;
         if ((r = vm_lv_want_running(c, id, want, err)) < 0)
                 return r;
@@ -425,11 +421,7 @@ int vm_lv_upgrade(struct vm_conn *c, const char *id, const struct proto_vps_plan
         if (r < 0)
                 return r;
         _cleanup_(vm_meta_clear) struct vm_meta m = { 0 };
-        r = vm_meta_load(c->meta_dir, id, &m, err);
-        if (r == -ENOENT)
-                return na_error_set(err, ENOENT, NA_E_INVALID_STATE,
-                                    "vps %s: the node has no installation record for this server", id);
-        if (r < 0)
+        if ((r = vm_meta_load_required(c, id, &m, err)) < 0)
                 return r;
         if (plan->storage_mb < m.plan.storage_mb)
                 return na_error_field(err, "plan.storageMB", "may only grow (the server has %lld MB)",

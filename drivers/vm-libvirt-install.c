@@ -252,10 +252,7 @@ int vm_lv_get_install(struct vm_conn *c, const char *id, struct vm_install_info 
         if (!vm_lv_exists(c, id))
                 return na_error_set(err, ENOENT, NA_E_VPS_NOT_FOUND, "vps %s: no such server on this node", id);
         struct vm_meta m;
-        int r = vm_meta_load(c->meta_dir, id, &m, err);
-        if (r == -ENOENT)
-                return na_error_set(err, ENOENT, NA_E_INVALID_STATE,
-                                    "vps %s: the node has no installation record for this server", id);
+        int r = vm_meta_load_required(c, id, &m, err);
         if (r < 0)
                 return r;
         memset(ret, 0, sizeof(*ret));
@@ -294,11 +291,7 @@ int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_in
         if (r < 0)
                 return r;
         _cleanup_(vm_meta_clear) struct vm_meta m = { 0 };
-        r = vm_meta_load(c->meta_dir, id, &m, err);
-        if (r == -ENOENT)
-                return na_error_set(err, ENOENT, NA_E_INVALID_STATE,
-                                    "vps %s: the node has no installation record for this server", id);
-        if (r < 0)
+        if ((r = vm_meta_load_required(c, id, &m, err)) < 0)
                 return r;
 
         /* Check everything before anything changes. */

@@ -95,6 +95,11 @@ void vm_mem_started(struct vm_conn *c, const char *id, int64_t ms); /* ms 0 forg
 int64_t vm_mem_started_get(struct vm_conn *c, const char *id);
 void vm_mem_installing(struct vm_conn *c, const char *id, bool installing);
 bool vm_mem_is_installing(struct vm_conn *c, const char *id);
+/* INVALID_STATE (details.state "installing") while an install of id is unfinished. */
+int vm_refuse_installing(struct vm_conn *c, const char *id, struct na_error *err);
+/* id's installation record; INVALID_STATE when the node has none. */
+struct vm_meta;
+int vm_meta_load_required(struct vm_conn *c, const char *id, struct vm_meta *m, struct na_error *err);
 
 /* Wait ms, waking early when the connection closes; false when it is closing. */
 bool vm_conn_sleep(struct vm_conn *c, unsigned ms);

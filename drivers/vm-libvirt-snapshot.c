@@ -132,11 +132,8 @@ int vm_lv_snapshot_create(struct vm_conn *c, const char *id, const char *snapsho
         _cleanup_virdom_ virDomainPtr dom = NULL;
         if ((r = vm_domain_get(c, id, &dom, err)) < 0)
                 return r;
-        if (vm_mem_is_installing(c, id)) {
-                na_error_set(err, EBUSY, NA_E_INVALID_STATE, "vps %s: an install is unfinished", id);
-                na_error_detail(err, "state", json_string("installing"));
-                return -EBUSY;
-        }
+        if ((r = vm_refuse_installing(c, id, err)) < 0)
+                return r;
         _cleanup_virsnap_ virDomainSnapshotPtr snap = virDomainSnapshotLookupByName(dom, sname, 0);
         if (snap) {
                 _cleanup_json_ json_t *sizes = disk_snapshot_sizes(c, id);

@@ -226,6 +226,25 @@ bool vm_mem_is_installing(struct vm_conn *c, const char *id)
         return v;
 }
 
+int vm_refuse_installing(struct vm_conn *c, const char *id, struct na_error *err)
+{
+        if (!vm_mem_is_installing(c, id))
+                return 0;
+        na_error_set(err, EBUSY, NA_E_INVALID_STATE,
+                     "vps %s: an install is unfinished; run the reinstall again or delete the server", id);
+        na_error_detail(err, "state", json_string("installing"));
+        return -EBUSY;
+}
+
+int vm_meta_load_required(struct vm_conn *c, const char *id, struct vm_meta *m, struct na_error *err)
+{
+        int r = vm_meta_load(c->meta_dir, id, m, err);
+        if (r == -ENOENT)
+                return na_error_set(err, ENOENT, NA_E_INVALID_STATE,
+                                    "vps %s: the node has no installation record for this server", id);
+        return r;
+}
+
 bool vm_conn_sleep(struct vm_conn *c, unsigned ms)
 {
         struct timespec until;
