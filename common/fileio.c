@@ -19,7 +19,7 @@ int na_fsync_parent(const char *path, struct na_error *err)
         return 0;
 }
 
-static int write_all(int fd, const void *data, size_t len)
+int na_write_all(int fd, const void *data, size_t len, const char *path, struct na_error *err)
 {
         const char *p = data;
         while (len > 0) {
@@ -27,7 +27,7 @@ static int write_all(int fd, const void *data, size_t len)
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return -errno;
+                        return na_error_sys(err, errno, "write %s", path);
                 }
                 p += n;
                 len -= (size_t)n;
@@ -45,10 +45,10 @@ int na_atomic_write(const char *path, const void *data, size_t len, mode_t mode,
         _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0)
                 return na_error_sys(err, errno, "create %s", tmp);
-        int r = write_all(fd, data, len);
+        int r = na_write_all(fd, data, len, tmp, err);
         if (r < 0) {
                 unlink(tmp);
-                return na_error_sys(err, -r, "write %s", tmp);
+                return r;
         }
         if (fchmod(fd, mode) < 0 || fsync(fd) < 0) {
                 r = errno;

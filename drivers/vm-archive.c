@@ -1,4 +1,5 @@
 /* Backup archives: zstd streams with the sha256 of the compressed bytes. */
+#include "common/fileio.h"
 #include "drivers/vm-util.h"
 
 #include <fcntl.h>
@@ -12,21 +13,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free)
 
 #define CHECK_EVERY (64u << 20) /* checkpoint every 64 MiB */
 
-static int write_all(int fd, const void *data, size_t len, const char *path, struct na_error *err)
-{
-        const char *p = data;
-        while (len > 0) {
-                ssize_t n = write(fd, p, len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return na_error_sys(err, errno, "write %s", path);
-                }
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
 
 static ssize_t read_some(int fd, void *buf, size_t len)
 {
@@ -73,7 +59,7 @@ int vm_archive_compress(const char *src, const char *dst, const struct vm_progre
                                 return na_error_set(err, EIO, NA_E_INTERNAL, "compress %s: %s", src,
                                                     ZSTD_getErrorName(left));
                         if (ob.pos > 0) {
-                                int r = write_all(out, obuf, ob.pos, dst, err);
+                                int r = na_write_all(out, obuf, ob.pos, dst, err);
                                 if (r < 0)
                                         return r;
                                 EVP_DigestUpdate(md, obuf, ob.pos);
@@ -158,7 +144,7 @@ int vm_archive_decompress(const char *src, const char *dst, const char *expected
                         if (ZSTD_isError(pending))
                                 return damaged(in, md, ibuf, in_cap, src, expected_sha256, ZSTD_getErrorName(pending),
                                                err);
-                        int r = write_all(out, obuf, ob.pos, dst, err);
+                        int r = na_write_all(out, obuf, ob.pos, dst, err);
                         if (r < 0)
                                 return r;
                 }

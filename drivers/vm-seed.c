@@ -4,6 +4,7 @@
  * documents are JSON, which YAML reads as it is. The password goes in as a
  * SHA-512 crypt hash only.
  */
+#include "common/fileio.h"
 #include "drivers/vm-util.h"
 
 #include <crypt.h>
@@ -87,19 +88,7 @@ static int write_doc(const char *dir, const char *name, const char *text, struct
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return na_error_sys(err, errno, "create %s", path);
-        size_t len = strlen(text);
-        const char *p = text;
-        while (len > 0) {
-                ssize_t n = write(fd, p, len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return na_error_sys(err, errno, "write %s", path);
-                }
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
+        return na_write_all(fd, text, strlen(text), path, err);
 }
 
 static void remove_dir(const char *dir)
