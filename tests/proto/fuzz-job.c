@@ -24,7 +24,15 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Counters for the driver's summary line. */
-unsigned long fuzz_jobs_valid, fuzz_jobs_invalid, fuzz_jobs_unanswerable, fuzz_envelopes;
+static unsigned long fuzz_jobs_valid, fuzz_jobs_invalid, fuzz_jobs_unanswerable, fuzz_envelopes;
+
+int fuzz_summary(FILE *out);
+int fuzz_summary(FILE *out)
+{
+        fprintf(out, "jobs %lu valid, %lu invalid, %lu unanswerable; %lu envelopes\n", fuzz_jobs_valid,
+                fuzz_jobs_invalid, fuzz_jobs_unanswerable, fuzz_envelopes);
+        return !fuzz_jobs_valid || !fuzz_jobs_invalid || !fuzz_jobs_unanswerable || !fuzz_envelopes;
+}
 
 #define CHECK(cond, ...)                                                  \
         do {                                                              \
