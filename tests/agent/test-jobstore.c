@@ -22,31 +22,19 @@
 #include "common/timeutil.h"
 #include "common/unit.h"
 
-struct fixture {
-        char *dir;
-        char *path; /* jobs.journal */
-};
-
 static int setup(void **state)
 {
-        struct fixture *f = calloc(1, sizeof(*f));
-        f->dir = unit_tmpdir("jobstore");
-        if (asprintf(&f->path, "%s/jobs.journal", f->dir) < 0)
-                abort();
-        *state = f;
+        *state = unit_dir_fixture_new("jobstore", "jobs.journal");
         return 0;
 }
 
 static int teardown(void **state)
 {
-        struct fixture *f = *state;
-        unit_rmrf_free(f->dir);
-        free(f->path);
-        free(f);
+        unit_dir_fixture_free(*state);
         return 0;
 }
 
-static struct jobstore *open_ok(const struct fixture *f)
+static struct jobstore *open_ok(const struct unit_dir_fixture *f)
 {
         struct jobstore *js = NULL;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
@@ -119,7 +107,7 @@ static struct pending *pending_of(struct jobstore *js)
 
 static void test_states_survive_reopen(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct jobstore *js = open_ok(f);
         assert_int_equal(jobstore_get(js, "job-a", NULL), JOBREC_NONE);
         start(js, "job-a", 1);
@@ -172,7 +160,7 @@ static void test_states_survive_reopen(void **state)
 
 static void test_pending_oldest_first_and_unfinished(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct jobstore *js = open_ok(f);
         /* Results recorded in an order unlike the ids' (and unlike any hash order). */
         static const int order[] = { 7, 3, 9, 1, 8, 2, 6, 4, 5, 0 };
@@ -234,7 +222,7 @@ static void test_pending_oldest_first_and_unfinished(void **state)
 
 static void test_crash_and_torn_tail(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         /* A child records, then dies without closing anything (kill -9 of the agent). */
         pid_t pid = fork();
         if (pid == 0) {
@@ -295,7 +283,7 @@ static void test_crash_and_torn_tail(void **state)
 
 static void test_corrupt_middle_refused(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct jobstore *js = open_ok(f);
         start(js, "job-a", 1);
         start(js, "job-b", 1);
@@ -321,7 +309,7 @@ static void test_corrupt_middle_refused(void **state)
 
 static void test_bad_record_refused(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         /* A well-formed journal record that is not a job record. */
         struct na_journal *j = NULL;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
@@ -336,7 +324,7 @@ static void test_bad_record_refused(void **state)
 /* Write a journal by hand: retention by age is decided at open. */
 static void test_retention_by_age(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct na_journal *j = NULL;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
         assert_int_equal(na_journal_open(f->path, NULL, NULL, &j, NULL, &err), 0);
@@ -375,7 +363,7 @@ static void test_retention_by_age(void **state)
 
 static void test_compaction_keeps_what_it_promises(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct jobstore *js = open_ok(f);
         char id[PROTO_ID_MAX + 1];
         /*
@@ -481,7 +469,7 @@ static void *worker_main(void *arg)
 
 static void test_concurrent_group_commit(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct jobstore *js = open_ok(f);
         pthread_t th[THREADS];
         struct worker w[THREADS];
@@ -511,7 +499,7 @@ static void test_concurrent_group_commit(void **state)
 
 static void test_open_errors(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct jobstore *js = NULL;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
         _cleanup_free_ char *missing = NULL;

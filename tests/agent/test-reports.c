@@ -17,31 +17,19 @@
 #include "common/json-cleanup.h"
 #include "common/unit.h"
 
-struct fixture {
-        char *dir;
-        char *path;
-};
-
 static int setup(void **state)
 {
-        struct fixture *f = calloc(1, sizeof(*f));
-        f->dir = unit_tmpdir("reports");
-        if (asprintf(&f->path, "%s/reports.journal", f->dir) < 0)
-                abort();
-        *state = f;
+        *state = unit_dir_fixture_new("reports", "reports.journal");
         return 0;
 }
 
 static int teardown(void **state)
 {
-        struct fixture *f = *state;
-        unit_rmrf_free(f->dir);
-        free(f->path);
-        free(f);
+        unit_dir_fixture_free(*state);
         return 0;
 }
 
-static struct reports *open_ok(const struct fixture *f)
+static struct reports *open_ok(const struct unit_dir_fixture *f)
 {
         struct reports *r = NULL;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
@@ -86,7 +74,7 @@ static json_t *oldest(struct reports *r, int64_t *seq)
 
 static void test_seal_and_body(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct reports *r = open_ok(f);
         struct reports_stats st;
         reports_get_stats(r, &st);
@@ -123,7 +111,7 @@ static void test_seal_and_body(void **state)
 
 static void test_ack(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct reports *r = open_ok(f);
         for (int i = 1; i <= 5; i++) {
                 reports_add_event(r, event("vps.state", "x"));
@@ -150,7 +138,7 @@ static void test_ack(void **state)
 
 static void test_seq_and_pending_survive_reopen(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct reports *r = open_ok(f);
         for (int i = 0; i < 4; i++) {
                 reports_add_event(r, event("vps.state", "x"));
@@ -185,7 +173,7 @@ static void test_seq_and_pending_survive_reopen(void **state)
 
 static void test_compaction_keeps_seq(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct reports *r = open_ok(f);
         for (int i = 1; i <= 501; i++) {
                 reports_add_event(r, event("vps.state", "x"));
@@ -224,7 +212,7 @@ static json_t *big_metrics(int tag)
 
 static void test_metrics_bound_events_kept(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct reports *r = open_ok(f);
         /* Ten reports of about 1 MB of metrics each; reports 2 and 5 also carry an event. */
         for (int i = 1; i <= 10; i++) {
@@ -300,7 +288,7 @@ static void *adder_main(void *arg)
 
 static void test_events_from_threads(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct reports *r = open_ok(f);
         pthread_t th[THREADS];
         struct adder a[THREADS];
@@ -331,7 +319,7 @@ static void test_events_from_threads(void **state)
 
 static void test_open_errors(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         /* A well-formed journal record without a type: refused, naming the journal and offset. */
         struct na_journal *j = NULL;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;

@@ -19,27 +19,15 @@
 #include "common/journal-writer.h"
 #include "unit.h"
 
-struct fixture {
-        char *dir;
-        char *path;
-};
-
 static int setup(void **state)
 {
-        struct fixture *f = calloc(1, sizeof(*f));
-        f->dir = unit_tmpdir("jwriter");
-        if (asprintf(&f->path, "%s/w.journal", f->dir) < 0)
-                abort();
-        *state = f;
+        *state = unit_dir_fixture_new("jwriter", "w.journal");
         return 0;
 }
 
 static int teardown(void **state)
 {
-        struct fixture *f = *state;
-        unit_rmrf_free(f->dir);
-        free(f->path);
-        free(f);
+        unit_dir_fixture_free(*state);
         return 0;
 }
 
@@ -160,7 +148,7 @@ static void gate_open(struct gate *g)
 
 static void test_append_flush_replay(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct seen s = { 0 };
         struct na_journal_writer *w = start(f->path, &s);
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
@@ -190,7 +178,7 @@ static void test_append_flush_replay(void **state)
 
 static void test_stop_writes_what_is_queued(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct seen s = { 0 };
         struct na_journal_writer *w = start(f->path, &s);
         for (int i = 0; i < 500; i++)
@@ -203,7 +191,7 @@ static void test_stop_writes_what_is_queued(void **state)
 
 static void test_group_commit_single_thread(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct seen s = { 0 };
         struct na_journal_writer *w = start(f->path, &s);
         struct gate g;
@@ -266,7 +254,7 @@ static void *worker_main(void *arg)
 
 static void test_group_commit_threads(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct seen s = { 0 };
         struct na_journal_writer *w = start(f->path, &s);
         struct gate g;
@@ -320,7 +308,7 @@ static void test_group_commit_threads(void **state)
 
 static void test_rewrite_ordering(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct seen s = { 0 };
         struct na_journal_writer *w = start(f->path, &s);
         na_journal_writer_append(w, "before-1", 8);
@@ -358,7 +346,7 @@ static void test_rewrite_ordering(void **state)
 
 static void test_sticky_error(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct seen s = { 0 };
         struct na_journal_writer *w = start(f->path, &s);
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;

@@ -13,27 +13,15 @@
 #define HEADER 8
 #define REC_HDR 12
 
-struct fixture {
-        char *dir;
-        char *path;
-};
-
 static int setup(void **state)
 {
-        struct fixture *f = calloc(1, sizeof(*f));
-        f->dir = unit_tmpdir("journal");
-        if (asprintf(&f->path, "%s/test.journal", f->dir) < 0)
-                abort();
-        *state = f;
+        *state = unit_dir_fixture_new("journal", "test.journal");
         return 0;
 }
 
 static int teardown(void **state)
 {
-        struct fixture *f = *state;
-        unit_rmrf_free(f->dir);
-        free(f->path);
-        free(f);
+        unit_dir_fixture_free(*state);
         return 0;
 }
 
@@ -117,7 +105,7 @@ static void poke(const char *path, off_t off, unsigned char byte)
 
 static void test_new_journal(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct seen s = { 0 };
         struct na_journal_stats st = { 99, 99 };
         struct na_journal *j = open_ok(f->path, &s, &st);
@@ -136,7 +124,7 @@ static void test_new_journal(void **state)
 
 static void test_replay_in_order(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct seen s = { 0 };
         struct na_journal *j = open_ok(f->path, &s, NULL);
         static const char *const recs[] = { "first", "", "third record, a bit longer", "4" };
@@ -177,7 +165,7 @@ static void test_replay_in_order(void **state)
 }
 
 /* Build two good records, add tail, reopen: both replayed, the tail cut off. */
-static void check_torn_tail(const struct fixture *f, const void *tail, size_t tail_len)
+static void check_torn_tail(const struct unit_dir_fixture *f, const void *tail, size_t tail_len)
 {
         static const char *const recs[] = { "one", "two" };
         make_journal(f->path, recs, 2, NULL);
@@ -229,7 +217,7 @@ static size_t record_bytes(const char *payload, unsigned char *out)
 
 static void test_torn_tails(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         unsigned char rec[256];
         size_t n = record_bytes("a record that was being written", rec);
 
@@ -254,7 +242,7 @@ static void test_torn_tails(void **state)
 
 static void test_short_file_restarted(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         _cleanup_free_ char *p = unit_write_str(NULL, f->path, "NAJ", 0600); /* torn while being created */
         struct seen s = { 0 };
         struct na_journal_stats st;
@@ -269,7 +257,7 @@ static void test_short_file_restarted(void **state)
         seen_clear(&s);
 }
 
-static void expect_refused(const struct fixture *f, uint64_t offset, const char *why)
+static void expect_refused(const struct unit_dir_fixture *f, uint64_t offset, const char *why)
 {
         off_t before = unit_file_size(f->path);
         _cleanup_free_ char *content_before = unit_slurp(f->path, NULL);
@@ -289,7 +277,7 @@ static void expect_refused(const struct fixture *f, uint64_t offset, const char 
 
 static void test_corrupt_middle_refused(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         static const char *const recs[] = { "one", "two", "three" };
         uint64_t off[3];
 
@@ -319,7 +307,7 @@ static void test_corrupt_middle_refused(void **state)
 
 static void test_bad_header_refused(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         _cleanup_free_ char *p = unit_write_str(NULL, f->path, "NOTAJRNL and some more bytes", 0600);
         struct seen s = { 0 };
         struct na_journal *j = NULL;
@@ -331,7 +319,7 @@ static void test_bad_header_refused(void **state)
 
 static void test_replay_error_aborts(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         static const char *const recs[] = { "one", "two", "three" };
         uint64_t off[3];
         make_journal(f->path, recs, 3, off);
@@ -350,7 +338,7 @@ static void test_replay_error_aborts(void **state)
 
 static void test_record_too_large(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         struct seen s = { 0 };
         struct na_journal *j = open_ok(f->path, &s, NULL);
         append_ok(j, "before");
@@ -393,7 +381,7 @@ static int emit_some(void *userdata, struct na_journal_out *out, struct na_error
 
 static void test_rewrite(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         static const char *const recs[] = { "r0", "r1", "r2", "r3", "r4" };
         make_journal(f->path, recs, 5, NULL);
         struct seen s = { 0 };
@@ -425,7 +413,7 @@ static void test_rewrite(void **state)
 
 static void test_rewrite_failure_keeps_old(void **state)
 {
-        struct fixture *f = *state;
+        struct unit_dir_fixture *f = *state;
         static const char *const recs[] = { "r0", "r1", "r2" };
         make_journal(f->path, recs, 3, NULL);
         struct seen s = { 0 };

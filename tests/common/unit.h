@@ -46,6 +46,32 @@ static inline void unit_rmrf_free(char *path)
         free(path);
 }
 
+/* A private directory and one file path in it: the fixture of the journal-backed tests. */
+struct unit_dir_fixture {
+        char *dir;
+        char *path; /* <dir>/<file>, not created */
+};
+
+static inline struct unit_dir_fixture *unit_dir_fixture_new(const char *tag, const char *file)
+{
+        struct unit_dir_fixture *f = calloc(1, sizeof(*f));
+        if (!f)
+                abort();
+        f->dir = unit_tmpdir(tag);
+        if (asprintf(&f->path, "%s/%s", f->dir, file) < 0)
+                abort();
+        return f;
+}
+
+static inline void unit_dir_fixture_free(struct unit_dir_fixture *f)
+{
+        if (!f)
+                return;
+        unit_rmrf_free(f->dir);
+        free(f->path);
+        free(f);
+}
+
 /* Write text to dir/name (or to name when dir is NULL) with mode; returns the full path (caller frees). */
 static inline char *unit_write(const char *dir, const char *name, const void *data, size_t len, mode_t mode)
 {
