@@ -61,22 +61,6 @@ static struct vm_progress progress_of(struct stages *s)
         return (struct vm_progress){ .stage = rec_stage, .checkpoint = rec_checkpoint, .userdata = s };
 }
 
-static int setup(void **state)
-{
-        struct vm_fixture *f = calloc(1, sizeof(*f));
-        vmf_setup(f, NULL);
-        *state = f;
-        return 0;
-}
-
-static int teardown(void **state)
-{
-        struct vm_fixture *f = *state;
-        vmf_teardown(f);
-        free(f);
-        return 0;
-}
-
 static void create_ok(struct vm_fixture *f, const char *id, struct proto_vps_server *srv)
 {
         struct vm_create_spec spec = vmf_spec(id);
@@ -652,17 +636,17 @@ static void test_connect_later(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_create, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_create_refused, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_direct_kernel_and_windows, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_power, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_status_inventory, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_upgrade, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_reinstall, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_exec_refused, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_reconnect, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_connect_later, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_create, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_create_refused, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_direct_kernel_and_windows, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_power, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_status_inventory, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_upgrade, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_reinstall, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_delete, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_exec_refused, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_reconnect, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_connect_later, vmf_cmocka_setup, vmf_cmocka_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

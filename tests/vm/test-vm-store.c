@@ -31,22 +31,6 @@
 #define ID2 "0a0b0c0d-1111-4222-8333-444455556666"
 #define ID3 "12345678-aaaa-4bbb-8ccc-ddddeeeeffff"
 
-static int setup(void **state)
-{
-        struct vm_fixture *f = calloc(1, sizeof(*f));
-        vmf_setup(f, NULL);
-        *state = f;
-        return 0;
-}
-
-static int teardown(void **state)
-{
-        struct vm_fixture *f = *state;
-        vmf_teardown(f);
-        free(f);
-        return 0;
-}
-
 static void create_ok(struct vm_fixture *f, const char *id)
 {
         struct vm_create_spec spec = vmf_spec(id);
@@ -421,11 +405,11 @@ static void test_node_reboot(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_backups, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_restore, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_retention, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_node_reboot, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_snapshots, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_backups, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_restore, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_retention, vmf_cmocka_setup, vmf_cmocka_teardown),
+                cmocka_unit_test_setup_teardown(test_node_reboot, vmf_cmocka_setup, vmf_cmocka_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -251,3 +251,21 @@ struct vm_create_spec vmf_spec(const char *id)
                 .password = "Secret#123",
         };
 }
+
+int vmf_cmocka_setup(void **state)
+{
+        struct vm_fixture *f = calloc(1, sizeof(*f));
+        if (!f)
+                abort();
+        vmf_setup(f, NULL);
+        *state = f;
+        return 0;
+}
+
+int vmf_cmocka_teardown(void **state)
+{
+        struct vm_fixture *f = *state;
+        vmf_teardown(f);
+        free(f);
+        return 0;
+}

@@ -34,6 +34,9 @@ int vmf_setup(struct vm_fixture *f, const char *node_xml);
 int vmf_open(struct vm_fixture *f);
 void vmf_close(struct vm_fixture *f);
 void vmf_teardown(struct vm_fixture *f);
+/* cmocka setup/teardown: *state is a fresh fixture on the default node file. */
+int vmf_cmocka_setup(void **state);
+int vmf_cmocka_teardown(void **state);
 
 /* Whether the lifecycle callback saw "<id> <state>". */
 bool vmf_saw_event(struct vm_fixture *f, const char *id, const char *state);
