@@ -60,9 +60,11 @@ static int append_line(const char *path, const char *line, struct na_error *err)
         _cleanup_close_ int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0)
                 return na_error_sys(err, errno, "open %s", path);
-        size_t len = strlen(line);
-        if (write(fd, line, len) != (ssize_t)len || fsync(fd) < 0)
-                return na_error_sys(err, errno, "append to %s", path);
+        int r = na_write_all(fd, line, strlen(line), path, err);
+        if (r < 0)
+                return r;
+        if (fsync(fd) < 0)
+                return na_error_sys(err, errno, "fsync %s", path);
         return 0;
 }
 
