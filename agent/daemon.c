@@ -52,7 +52,7 @@ json_t *agent_node_status(void *agent, struct na_error *err)
         struct agent *a = agent;
         struct host_facts local;
         const struct host_facts *h = a ? &a->host : &local;
-        if (!a && hostinfo_read(&local, "/sys", err) < 0)
+        if (!a && hostinfo_read(&local, err) < 0)
                 return NULL;
         struct proto_host ph;
         hostinfo_to_proto(h, &ph);
@@ -273,7 +273,7 @@ int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err
         r = open_state_dir(a, err);
         if (r < 0)
                 goto fail;
-        r = hostinfo_read(&a->host, "/sys", err);
+        r = hostinfo_read(&a->host, err);
         if (r < 0)
                 goto fail;
         r = loop_new(&a->loop, err);
@@ -291,6 +291,7 @@ int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err
         r = services_open(&a->services, err);
         if (r < 0)
                 goto fail;
+        snprintf(a->host.cgroup, sizeof(a->host.cgroup), "%s", services_cgroup_mode(&a->services));
 
         r = jobs_new(a->loop, &a->services, (unsigned)cfg->max_parallel_jobs, &a->jobs, err);
         if (r < 0)

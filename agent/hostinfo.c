@@ -2,21 +2,12 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 
 #include "common/fileio.h"
 
-static bool exists(const char *root, const char *rel)
-{
-        char path[512];
-        struct stat st;
-        snprintf(path, sizeof(path), "%s%s", root, rel);
-        return stat(path, &st) == 0;
-}
-
-int hostinfo_read(struct host_facts *h, const char *sys_root, struct na_error *err)
+int hostinfo_read(struct host_facts *h, struct na_error *err)
 {
         memset(h, 0, sizeof(*h));
         struct utsname u;
@@ -30,13 +21,8 @@ int hostinfo_read(struct host_facts *h, const char *sys_root, struct na_error *e
         if (sysinfo(&si) == 0)
                 h->memory_mb = (int64_t)((uint64_t)si.totalram * si.mem_unit / (1024 * 1024));
 
-        const char *root = sys_root ? sys_root : "/sys";
-        if (exists(root, "/fs/cgroup/cgroup.controllers"))
-                snprintf(h->cgroup, sizeof(h->cgroup), "v2");
-        else if (exists(root, "/fs/cgroup/unified/cgroup.controllers"))
-                snprintf(h->cgroup, sizeof(h->cgroup), "hybrid");
-        else
-                snprintf(h->cgroup, sizeof(h->cgroup), "v1");
+        /* The cgroup layout is metrics/' to detect (the one detector): the daemon fills it in. */
+        snprintf(h->cgroup, sizeof(h->cgroup), "unknown");
 
         _cleanup_free_ char *boot = NULL;
         struct na_error ignore = NA_ERROR_INIT;

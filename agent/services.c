@@ -243,6 +243,11 @@ json_t *services_metrics_samples(struct agent_services *s)
         return s->metrics ? metrics_latest_json(s->metrics) : NULL;
 }
 
+const char *services_cgroup_mode(struct agent_services *s)
+{
+        return s->metrics ? metrics_cgroup_mode(s->metrics) : "none";
+}
+
 void services_set_metrics_interval(struct agent_services *s, unsigned interval_sec)
 {
         if (!s->metrics || !interval_sec)

@@ -55,5 +55,7 @@ void services_close(struct agent_services *s);
 json_t *services_inventory(struct agent_services *s);
 /* The latest Samples for a report; NULL when metrics are off. */
 json_t *services_metrics_samples(struct agent_services *s);
+/* The host's cgroup layout as metrics/ detected it: "v1", "v2", "hybrid" or "none". */
+const char *services_cgroup_mode(struct agent_services *s);
 /* metricsIntervalSec from hello. */
 void services_set_metrics_interval(struct agent_services *s, unsigned interval_sec);

@@ -28,7 +28,7 @@ struct proto_host {
         const char *kernel;
         int64_t cpus;
         int64_t memory_mb;
-        const char *cgroup; /* "v1", "v2" or "hybrid" */
+        const char *cgroup; /* "v1", "v2", "hybrid" or "none" */
 };
 json_t *proto_host_encode(const struct proto_host *h);
 
