@@ -34,7 +34,7 @@ struct job_sink {
         int (*before_run)(void *userdata, struct job_ctx *job, struct na_error *err);
         /* Worker thread, after the handler, job->result built: e.g. record it durably. */
         int (*after_run)(void *userdata, struct job_ctx *job, struct na_error *err);
-        /* Loop thread: there is new progress (job_progress_get). */
+        /* Loop thread: there is new progress (job_progress_take). */
         void (*progress)(void *userdata, struct job_ctx *job);
         /* Loop thread: the job ended (job->state); the job is freed when this returns. */
         void (*finished)(void *userdata, struct job_ctx *job);

@@ -103,11 +103,6 @@ int workers_submit(struct workers *w, work_fn fn, void *userdata)
         return 0;
 }
 
-unsigned workers_size(const struct workers *w)
-{
-        return w->nthreads;
-}
-
 void workers_free(struct workers *w, bool join)
 {
         if (!w)

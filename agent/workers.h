@@ -10,6 +10,5 @@ int workers_new(unsigned threads, struct workers **ret, struct na_error *err);
 /* Grow the pool to at least threads (it never shrinks while running). */
 int workers_grow(struct workers *w, unsigned threads, struct na_error *err);
 int workers_submit(struct workers *w, work_fn fn, void *userdata);
-unsigned workers_size(const struct workers *w);
 /* Stop taking work and let idle threads exit; join them when join is true. */
 void workers_free(struct workers *w, bool join);
