@@ -32,7 +32,7 @@ int vps_job_begin(struct job_ctx *ctx, struct vps_job *j, struct na_error *err)
         }
         j->vm = j->services->vm;
         j->conn = j->services->vm_conn;
-        j->progress = (struct vm_progress){ .stage = bridge_stage, .checkpoint = bridge_checkpoint, .userdata = ctx };
+        j->progress = (struct na_progress){ .stage = bridge_stage, .checkpoint = bridge_checkpoint, .userdata = ctx };
         return job_checkpoint(ctx, err);
 }
 

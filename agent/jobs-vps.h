@@ -17,7 +17,7 @@ struct vps_job {
         const struct vm_driver *vm;
         struct vm_conn *conn;
         const char *id;
-        struct vm_progress progress; /* stages and safe points into the job layer */
+        struct na_progress progress; /* stages and safe points into the job layer */
 };
 int vps_job_begin(struct job_ctx *ctx, struct vps_job *j, struct na_error *err);
 

@@ -31,6 +31,10 @@
 #define NA_E_SNAPSHOT_LIMIT "SNAPSHOT_LIMIT_REACHED"
 #define NA_E_GUEST_AGENT "GUEST_AGENT_UNAVAILABLE"
 #define NA_E_COMMAND_MANAGED "COMMAND_MANAGED"
+#define NA_E_IMAGE_NOT_FOUND "IMAGE_NOT_FOUND"
+#define NA_E_EXPOSURE_NOT_FOUND "EXPOSURE_NOT_FOUND"
+#define NA_E_PORT_IN_USE "PORT_IN_USE"
+#define NA_E_QUOTA_EXCEEDED "QUOTA_EXCEEDED"
 
 struct na_error {
         int errnum;        /* positive errno value; 0 while no error is set */

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -154,5 +155,41 @@ int na_statedir_lock(const char *dir, int *ret_fd, struct na_error *err)
         if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
                 return na_error_sys(err, errno, "state directory %s: write lock", dir);
         *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+char *na_strdupf(const char *fmt, ...)
+{
+        char *s = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        return r < 0 ? NULL : s;
+}
+
+int na_unlink(const char *path, struct na_error *err)
+{
+        if (unlink(path) < 0 && errno != ENOENT)
+                return na_error_sys(err, errno, "remove %s", path);
+        return 0;
+}
+
+json_t *na_json_load(const char *path, size_t max)
+{
+        _cleanup_free_ char *text = NULL;
+        struct na_error e = NA_ERROR_INIT;
+        int r = na_read_file(path, max, &text, NULL, &e);
+        na_error_clear(&e);
+        return r < 0 ? NULL : json_loads(text, 0, NULL);
+}
+
+int na_fsync_path(const char *path, struct na_error *err)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return na_error_sys(err, errno, "open %s", path);
+        if (fsync(fd) < 0)
+                return na_error_sys(err, errno, "fsync %s", path);
         return 0;
 }

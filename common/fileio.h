@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <jansson.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -31,3 +32,12 @@ int na_mkdir_p(const char *path, mode_t mode, struct na_error *err);
  * keeps the lock until closed.
  */
 int na_statedir_lock(const char *dir, int *ret_fd, struct na_error *err);
+
+/* asprintf that returns NULL on failure. */
+char *na_strdupf(const char *fmt, ...) _printf_(1, 2);
+/* unlink that ignores ENOENT. */
+int na_unlink(const char *path, struct na_error *err);
+/* A JSON file of at most max bytes (read with O_CLOEXEC, unlike json_load_file); NULL when absent or bad. */
+json_t *na_json_load(const char *path, size_t max);
+/* fsync a file by path. */
+int na_fsync_path(const char *path, struct na_error *err);

@@ -23,7 +23,7 @@ static ssize_t read_some(int fd, void *buf, size_t len)
         return n;
 }
 
-int vm_archive_compress(const char *src, const char *dst, const struct vm_progress *progress, char sha256[65],
+int vm_archive_compress(const char *src, const char *dst, const struct na_progress *progress, char sha256[65],
                         uint64_t *ret_size, struct na_error *err)
 {
         _cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
@@ -72,7 +72,7 @@ int vm_archive_compress(const char *src, const char *dst, const struct vm_progre
                 since += (uint64_t)n;
                 if (since >= CHECK_EVERY) {
                         since = 0;
-                        int r = vm_progress_checkpoint(progress, err);
+                        int r = na_progress_checkpoint(progress, err);
                         if (r < 0)
                                 return r;
                 }
@@ -82,7 +82,7 @@ int vm_archive_compress(const char *src, const char *dst, const struct vm_progre
         unsigned char d[32];
         unsigned int dl = 0;
         EVP_DigestFinal_ex(md, d, &dl);
-        vm_sha256_hex(d, sha256);
+        na_sha256_hex(d, sha256);
         *ret_size = total;
         return 0;
 }
@@ -101,7 +101,7 @@ static int damaged(int in, EVP_MD_CTX *md, char *buf, size_t cap, const char *sr
         unsigned int dl = 0;
         char hex[65];
         EVP_DigestFinal_ex(md, d, &dl);
-        vm_sha256_hex(d, hex);
+        na_sha256_hex(d, hex);
         if (n == 0 && expected_sha256 && !streq(hex, expected_sha256))
                 return na_error_set(err, EBADMSG, NA_E_INTERNAL, "%s: sha256 %s does not match the recorded %s", src,
                                     hex, expected_sha256);
@@ -109,7 +109,7 @@ static int damaged(int in, EVP_MD_CTX *md, char *buf, size_t cap, const char *sr
 }
 
 int vm_archive_decompress(const char *src, const char *dst, const char *expected_sha256,
-                          const struct vm_progress *progress, struct na_error *err)
+                          const struct na_progress *progress, struct na_error *err)
 {
         _cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
         if (in < 0)
@@ -151,7 +151,7 @@ int vm_archive_decompress(const char *src, const char *dst, const char *expected
                 since += (uint64_t)n;
                 if (since >= CHECK_EVERY) {
                         since = 0;
-                        int r = vm_progress_checkpoint(progress, err);
+                        int r = na_progress_checkpoint(progress, err);
                         if (r < 0)
                                 return r;
                 }
@@ -162,7 +162,7 @@ int vm_archive_decompress(const char *src, const char *dst, const char *expected
         unsigned int dl = 0;
         char hex[65];
         EVP_DigestFinal_ex(md, d, &dl);
-        vm_sha256_hex(d, hex);
+        na_sha256_hex(d, hex);
         if (expected_sha256 && !streq(hex, expected_sha256))
                 return na_error_set(err, EBADMSG, NA_E_INTERNAL, "%s: sha256 %s does not match the recorded %s", src,
                                     hex, expected_sha256);

@@ -23,12 +23,12 @@
 
 static char *backup_dir(struct vm_conn *c, const char *id)
 {
-        return vm_strdupf("%s/%s", c->backups_dir, id);
+        return na_strdupf("%s/%s", c->backups_dir, id);
 }
 
 static char *backup_file(struct vm_conn *c, const char *id, const char *bid, const char *suffix)
 {
-        return vm_strdupf("%s/%s/%s%s", c->backups_dir, id, bid, suffix);
+        return na_strdupf("%s/%s/%s%s", c->backups_dir, id, bid, suffix);
 }
 
 static int check_backup_id(const char *bid, struct na_error *err)
@@ -46,7 +46,7 @@ static int record_load(struct vm_conn *c, const char *id, const char *bid, struc
         _cleanup_free_ char *data = backup_file(c, id, bid, ".qcow2.zst");
         if (!rec || !data)
                 return na_error_sys(err, ENOMEM, "vps %s: backup %s", id, bid);
-        _cleanup_json_ json_t *doc = vm_json_load(rec, 64 * 1024);
+        _cleanup_json_ json_t *doc = na_json_load(rec, 64 * 1024);
         if (!doc)
                 return -ENOENT;
         struct stat st;
@@ -139,7 +139,7 @@ static void sweep_partials(const char *dir)
         while ((de = readdir(d))) {
                 size_t len = strlen(de->d_name);
                 if (len > 8 && streq(de->d_name + len - 8, ".partial")) {
-                        _cleanup_free_ char *p = vm_strdupf("%s/%s", dir, de->d_name);
+                        _cleanup_free_ char *p = na_strdupf("%s/%s", dir, de->d_name);
                         if (p)
                                 unlink(p);
                 }
@@ -155,7 +155,7 @@ static int remove_backup(struct vm_conn *c, const char *id, const char *bid, str
                 return na_error_sys(err, ENOMEM, "vps %s: backup %s", id, bid);
         int r;
         /* The record first: from then on it is not listed, whatever happens to the data. */
-        if ((r = vm_unlink(rec, err)) < 0 || (r = na_fsync_parent(rec, err)) < 0 || (r = vm_unlink(data, err)) < 0)
+        if ((r = na_unlink(rec, err)) < 0 || (r = na_fsync_parent(rec, err)) < 0 || (r = na_unlink(data, err)) < 0)
                 return na_error_prefix(err, "vps %s: delete backup %s", id, bid);
         return 0;
 }
@@ -199,11 +199,11 @@ static int retention(struct vm_conn *c, const char *id, const struct proto_vps_b
 
 /* Copy a running real domain's disk through libvirt's backup job (push mode). */
 static int export_live(struct vm_conn *c, const char *id, virDomainPtr dom, const char *target,
-                       const struct vm_progress *progress, struct na_error *err)
+                       const struct na_progress *progress, struct na_error *err)
 {
         _cleanup_free_ char *t = vm_xml_escape(target);
         _cleanup_free_ char *xml =
-                t ? vm_strdupf("<domainbackup mode='push'><disks>"
+                t ? na_strdupf("<domainbackup mode='push'><disks>"
                                "<disk name='vda' backup='yes' type='file'><target file='%s'/><driver type='qcow2'/></disk>"
                                "<disk name='sda' backup='no'/>"
                                "</disks></domainbackup>",
@@ -225,8 +225,8 @@ static int export_live(struct vm_conn *c, const char *id, virDomainPtr dom, cons
                 if (type == VIR_DOMAIN_JOB_NONE)
                         break;
                 if (total > 0)
-                        vm_progress_stage(progress, NULL, (int)(done * 100 / total), "copying the disk");
-                int r = vm_progress_checkpoint(progress, err);
+                        na_progress_stage(progress, NULL, (int)(done * 100 / total), "copying the disk");
+                int r = na_progress_checkpoint(progress, err);
                 if (r < 0) {
                         virDomainAbortJob(dom);
                         virResetLastError();
@@ -252,7 +252,7 @@ static int export_live(struct vm_conn *c, const char *id, virDomainPtr dom, cons
 }
 
 int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id,
-                        const struct proto_vps_backup_limits *limits, const struct vm_progress *progress,
+                        const struct proto_vps_backup_limits *limits, const struct na_progress *progress,
                         struct proto_vps_backup *ret, struct na_error *err)
 {
         int r = check_backup_id(backup_id, err);
@@ -281,7 +281,7 @@ int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id
                 return na_error_prefix(err, "vps %s: backup", id);
         sweep_partials(dir);
 
-        vm_progress_stage(progress, "exporting", 0, "copying the disk");
+        na_progress_stage(progress, "exporting", 0, "copying the disk");
         bool active = false;
         if ((r = vm_domain_state(c, id, dom, NULL, &active, err)) < 0)
                 return r;
@@ -290,7 +290,7 @@ int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id
         else {
                 char *const argv[] = { c->qemu_img, (char *)"convert", (char *)"-O", (char *)"qcow2",
                                        disk, exported, NULL };
-                r = vm_spawn(argv, progress, NULL, 0, err);
+                r = na_spawn(argv, progress, NULL, 0, err);
                 if (r < 0)
                         na_error_prefix(err, "vps %s: export the disk", id);
         }
@@ -299,7 +299,7 @@ int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id
                 return r;
         }
 
-        vm_progress_stage(progress, "compressing", 0, "compressing with zstd");
+        na_progress_stage(progress, "compressing", 0, "compressing with zstd");
         uint64_t size = 0;
         char sha[65];
         r = vm_archive_compress(exported, packed, progress, sha, &size, err);
@@ -360,7 +360,7 @@ int vm_lv_backup_delete(struct vm_conn *c, const char *id, const char *backup_id
 }
 
 int vm_lv_backup_restore(struct vm_conn *c, const char *id, const char *backup_id,
-                         const struct vm_progress *progress, struct na_error *err)
+                         const struct na_progress *progress, struct na_error *err)
 {
         int r = check_backup_id(backup_id, err);
         if (r < 0)
@@ -378,21 +378,21 @@ int vm_lv_backup_restore(struct vm_conn *c, const char *id, const char *backup_i
                 return r;
         _cleanup_free_ char *data = backup_file(c, id, backup_id, ".qcow2.zst");
         _cleanup_free_ char *disk = vm_lv_disk_path(c, id);
-        _cleanup_free_ char *fresh = vm_strdupf("%s/%s.qcow2.restore", c->storage_dir, id);
+        _cleanup_free_ char *fresh = na_strdupf("%s/%s.qcow2.restore", c->storage_dir, id);
         if (!data || !disk || !fresh)
                 return na_error_sys(err, ENOMEM, "vps %s: restore", id);
 
         /* Unpack and verify first: the server keeps running until the copy is known good. */
-        vm_progress_stage(progress, NULL, 0, "unpacking the backup");
+        na_progress_stage(progress, NULL, 0, "unpacking the backup");
         if ((r = vm_archive_decompress(data, fresh, b.sha256, progress, err)) < 0) {
                 unlink(fresh);
                 return na_error_prefix(err, "vps %s: restore backup %s", id, backup_id);
         }
-        if ((r = vm_progress_checkpoint(progress, err)) < 0) {
+        if ((r = na_progress_checkpoint(progress, err)) < 0) {
                 unlink(fresh);
                 return r;
         }
-        vm_progress_stage(progress, NULL, 60, "replacing the disk");
+        na_progress_stage(progress, NULL, 60, "replacing the disk");
         bool was_running = false;
         if ((r = vm_domain_state(c, id, dom, NULL, &was_running, err)) < 0 ||
             (r = vm_lv_force_off(c, id, dom, err)) < 0 || (r = vm_lv_snapshots_forget(c, id, dom, err)) < 0) {
@@ -408,7 +408,7 @@ int vm_lv_backup_restore(struct vm_conn *c, const char *id, const char *backup_i
         na_error_clear(err);
         vm_lv_pool_refresh(c);
         if (was_running) {
-                vm_progress_stage(progress, NULL, 90, "starting");
+                na_progress_stage(progress, NULL, 90, "starting");
                 if ((r = vm_lv_start(c, id, dom, err)) < 0)
                         return r;
         }
@@ -431,8 +431,8 @@ int vm_lv_backups_remove_all(struct vm_conn *c, const char *id, struct na_error 
         while ((de = readdir(d)) && r == 0) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
-                _cleanup_free_ char *p = vm_strdupf("%s/%s", dir, de->d_name);
-                r = p ? vm_unlink(p, err) : na_error_sys(err, ENOMEM, "vps %s: backups", id);
+                _cleanup_free_ char *p = na_strdupf("%s/%s", dir, de->d_name);
+                r = p ? na_unlink(p, err) : na_error_sys(err, ENOMEM, "vps %s: backups", id);
         }
         closedir(d);
         if (r < 0)

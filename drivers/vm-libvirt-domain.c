@@ -88,7 +88,7 @@ int vm_lv_start(struct vm_conn *c, const char *id, virDomainPtr dom, struct na_e
 
 /* Wait up to ms for the domain to be off; 1 when it is, 0 when not yet. */
 static int wait_off(struct vm_conn *c, const char *id, virDomainPtr dom, uint64_t ms,
-                    const struct vm_progress *progress, struct na_error *err)
+                    const struct na_progress *progress, struct na_error *err)
 {
         uint64_t until = na_now_mono_us() + ms * 1000;
         for (;;) {
@@ -100,7 +100,7 @@ static int wait_off(struct vm_conn *c, const char *id, virDomainPtr dom, uint64_
                         return 1;
                 if (na_now_mono_us() >= until)
                         return 0;
-                if ((r = vm_progress_checkpoint(progress, err)) < 0)
+                if ((r = na_progress_checkpoint(progress, err)) < 0)
                         return r;
                 struct timespec ts = { 0, POLL_MS * 1000L * 1000L };
                 nanosleep(&ts, NULL);
@@ -108,7 +108,7 @@ static int wait_off(struct vm_conn *c, const char *id, virDomainPtr dom, uint64_
 }
 
 static int power_stop(struct vm_conn *c, const char *id, virDomainPtr dom, unsigned grace_sec,
-                      const struct vm_progress *progress, struct na_error *err)
+                      const struct na_progress *progress, struct na_error *err)
 {
         int state = 0, reason = 0;
         if (virDomainGetState(dom, &state, &reason, 0) < 0)
@@ -139,7 +139,7 @@ static int power_stop(struct vm_conn *c, const char *id, virDomainPtr dom, unsig
 }
 
 int vm_lv_power(struct vm_conn *c, const char *id, enum proto_vps_power_action action, unsigned grace_sec,
-                const struct vm_progress *progress, enum proto_vps_state *ret_state, struct na_error *err)
+                const struct na_progress *progress, enum proto_vps_state *ret_state, struct na_error *err)
 {
         _cleanup_virdom_ virDomainPtr dom = NULL;
         int r = vm_domain_get(c, id, &dom, err);
@@ -501,10 +501,10 @@ int vm_lv_remove(struct vm_conn *c, const char *id, struct na_error *err)
                                                 ".qcow2.restore", "-console.log", "-console.log.0",
                                                 "-console.log.1", "-console.log.2" };
         for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
-                _cleanup_free_ char *p = vm_strdupf("%s/%s%s", c->storage_dir, id, suffixes[i]);
+                _cleanup_free_ char *p = na_strdupf("%s/%s%s", c->storage_dir, id, suffixes[i]);
                 if (!p)
                         return na_error_sys(err, ENOMEM, "vps %s: delete", id);
-                if ((r = vm_unlink(p, err)) < 0)
+                if ((r = na_unlink(p, err)) < 0)
                         return na_error_prefix(err, "vps %s: delete", id);
         }
         if ((r = vm_lv_backups_remove_all(c, id, err)) < 0)

@@ -100,7 +100,7 @@ static bool append_b64(const char *text, char **buf, size_t *len)
 }
 
 int vm_lv_exec(struct vm_conn *c, const char *id, char *const *argv, unsigned timeout_sec,
-               const struct vm_progress *progress, struct proto_vps_exec_result *ret, struct na_error *err)
+               const struct na_progress *progress, struct proto_vps_exec_result *ret, struct na_error *err)
 {
         if (!argv || !argv[0])
                 return na_error_field(err, "command", "must hold at least the program");
@@ -167,7 +167,7 @@ int vm_lv_exec(struct vm_conn *c, const char *id, char *const *argv, unsigned ti
                                      argv[0], timeout_sec);
                         return -ETIMEDOUT;
                 }
-                if ((r = vm_progress_checkpoint(progress, err)) < 0)
+                if ((r = na_progress_checkpoint(progress, err)) < 0)
                         return r;
                 struct timespec ts = { wait_ms / 1000, (wait_ms % 1000) * 1000000L };
                 nanosleep(&ts, NULL);

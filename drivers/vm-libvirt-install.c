@@ -64,7 +64,7 @@ int vm_lv_define(struct vm_conn *c, virConnectPtr conn, const struct vm_meta *m,
         vm_mac_from_id(m->id, mac);
         _cleanup_free_ char *disk = vm_lv_disk_path(c, m->id);
         _cleanup_free_ char *seed = vm_lv_seed_path(c, m->id);
-        _cleanup_free_ char *console = vm_strdupf("%s/%s-console.log", c->storage_dir, m->id);
+        _cleanup_free_ char *console = na_strdupf("%s/%s-console.log", c->storage_dir, m->id);
         if (!disk || !seed || !console)
                 return na_error_sys(err, ENOMEM, "vps %s: define", m->id);
         struct vm_domain_spec spec = {
@@ -124,7 +124,7 @@ static int write_disk(struct vm_conn *c, const char *id, const struct vm_templat
                       const char *size_field, struct na_error *err)
 {
         _cleanup_free_ char *disk = vm_lv_disk_path(c, id);
-        _cleanup_free_ char *fresh = vm_strdupf("%s/%s.qcow2.new", c->storage_dir, id);
+        _cleanup_free_ char *fresh = na_strdupf("%s/%s.qcow2.new", c->storage_dir, id);
         if (!disk || !fresh)
                 return na_error_sys(err, ENOMEM, "vps %s: disk", id);
         int r = vm_lv_overlay_create(c, id, t, fresh, size_mb, size_field, err);
@@ -144,7 +144,7 @@ static bool field_problem(struct na_error *err, const char *field, const char *m
         return false;
 }
 
-int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const struct vm_progress *progress,
+int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const struct na_progress *progress,
                  struct proto_vps_server *ret, struct na_error *err)
 {
         char id[PROTO_VPS_ID_LEN + 1];
@@ -189,8 +189,8 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         if (had_meta && !m.installing && vm_lv_exists(c, id))
                 return vm_lv_get_server(c, id, ret, err); /* created before: converged */
 
-        vm_progress_stage(progress, "preparing-disk", 0, "verifying the template image");
-        if ((r = vm_progress_checkpoint(progress, err)) < 0)
+        na_progress_stage(progress, "preparing-disk", 0, "verifying the template image");
+        if ((r = na_progress_checkpoint(progress, err)) < 0)
                 return r;
         if ((r = vm_templates_verify(c->templates, &t, progress, err)) < 0)
                 return na_error_prefix(err, "vps %s", id);
@@ -216,8 +216,8 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         if ((r = meta_save(c, &m, err)) < 0)
                 return r;
 
-        vm_progress_stage(progress, "writing-image", 0, "creating the disk");
-        if ((r = vm_progress_checkpoint(progress, err)) < 0)
+        na_progress_stage(progress, "writing-image", 0, "creating the disk");
+        if ((r = na_progress_checkpoint(progress, err)) < 0)
                 return r;
         _cleanup_free_ char *disk = vm_lv_disk_path(c, id);
         _cleanup_free_ char *seed = vm_lv_seed_path(c, id);
@@ -226,7 +226,7 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         if (access(disk, F_OK) < 0 && (r = write_disk(c, id, &t, spec->plan.storage_mb, "plan.storageMB", err)) < 0)
                 return r;
 
-        vm_progress_stage(progress, "configuring", 0, "writing the cloud-init seed and the domain");
+        na_progress_stage(progress, "configuring", 0, "writing the cloud-init seed and the domain");
         char mac[18];
         vm_mac_from_id(id, mac);
         if ((r = vm_seed_write(c->xorriso, &m, mac, seed, err)) < 0)
@@ -235,7 +235,7 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
                 return r;
         vm_lv_pool_refresh(c);
 
-        vm_progress_stage(progress, "booting", 0, spec->no_start ? "defined, not started" : "starting");
+        na_progress_stage(progress, "booting", 0, spec->no_start ? "defined, not started" : "starting");
         if (!spec->no_start) {
                 _cleanup_virdom_ virDomainPtr dom = NULL;
                 if ((r = vm_domain_get(c, id, &dom, err)) < 0 || (r = vm_lv_start(c, id, dom, err)) < 0)
@@ -283,7 +283,7 @@ static void reinstall_undo(struct vm_conn *c, struct vm_meta *m, bool was_runnin
 }
 
 int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_install *inst,
-                    const struct vm_progress *progress, struct na_error *err)
+                    const struct na_progress *progress, struct na_error *err)
 {
         _cleanup_virconn_ virConnectPtr conn = NULL;
         _cleanup_virdom_ virDomainPtr dom = NULL;
@@ -323,10 +323,10 @@ int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_in
         _cleanup_free_ char *hash = NULL;
         if (inst->password_op == PROTO_VPS_SET && (r = vm_password_hash(inst->password, &hash, err)) < 0)
                 return na_error_prefix(err, "vps %s", id);
-        if ((r = vm_progress_checkpoint(progress, err)) < 0)
+        if ((r = na_progress_checkpoint(progress, err)) < 0)
                 return r;
 
-        vm_progress_stage(progress, "stopping", 0, "stopping the server");
+        na_progress_stage(progress, "stopping", 0, "stopping the server");
         bool was_running = false;
         if ((r = vm_domain_state(c, id, dom, NULL, &was_running, err)) < 0)
                 return r;
@@ -338,20 +338,20 @@ int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_in
                 return r;
         }
 
-        vm_progress_stage(progress, "preparing-disk", 0, "verifying the template image");
+        na_progress_stage(progress, "preparing-disk", 0, "verifying the template image");
         if ((r = vm_templates_verify(c->templates, &t, progress, err)) < 0) {
                 reinstall_undo(c, &m, was_running);
                 return na_error_prefix(err, "vps %s", id);
         }
-        if ((r = vm_progress_checkpoint(progress, err)) < 0) {
+        if ((r = na_progress_checkpoint(progress, err)) < 0) {
                 reinstall_undo(c, &m, was_running);
                 return r;
         }
 
         /* From here on the server is reinstalled to the end: no more stopping points. */
-        vm_progress_stage(progress, "writing-image", 0, "replacing the disk");
+        na_progress_stage(progress, "writing-image", 0, "replacing the disk");
         _cleanup_free_ char *disk = vm_lv_disk_path(c, id);
-        _cleanup_free_ char *fresh = vm_strdupf("%s/%s.qcow2.new", c->storage_dir, id);
+        _cleanup_free_ char *fresh = na_strdupf("%s/%s.qcow2.new", c->storage_dir, id);
         _cleanup_free_ char *seed = vm_lv_seed_path(c, id);
         if (!disk || !fresh || !seed)
                 return na_error_sys(err, ENOMEM, "vps %s", id);
@@ -375,7 +375,7 @@ int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_in
         na_error_clear(err);
         vm_lv_pool_refresh(c);
 
-        vm_progress_stage(progress, "configuring", 0, "writing the cloud-init seed and the domain");
+        na_progress_stage(progress, "configuring", 0, "writing the cloud-init seed and the domain");
         snprintf(m.hostname, sizeof(m.hostname), "%s", inst->hostname);
         if ((r = meta_set_template(&m, &t, err)) < 0)
                 return r;
@@ -409,7 +409,7 @@ int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_in
             (r = vm_lv_define(c, conn, &m, err)) < 0)
                 return r;
 
-        vm_progress_stage(progress, "booting", 0, "starting");
+        na_progress_stage(progress, "booting", 0, "starting");
         if ((r = vm_lv_start(c, id, dom, err)) < 0)
                 return r;
         m.installing = false;

@@ -117,7 +117,7 @@ bool vm_events_wait_unreferenced(struct vm_conn *c);
 
 /* ---- vm-libvirt-domain.c ---- */
 int vm_lv_power(struct vm_conn *c, const char *id, enum proto_vps_power_action action, unsigned grace_sec,
-                const struct vm_progress *progress, enum proto_vps_state *ret_state, struct na_error *err);
+                const struct na_progress *progress, enum proto_vps_state *ret_state, struct na_error *err);
 int vm_lv_status(struct vm_conn *c, const char *id, struct proto_vps_status *ret, struct na_error *err);
 int vm_lv_inventory(struct vm_conn *c, json_t **ret, struct na_error *err);
 bool vm_lv_exists(struct vm_conn *c, const char *id);
@@ -138,11 +138,11 @@ int vm_lv_want_running(struct vm_conn *c, const char *id, bool running, struct n
 int vm_lv_template_lookup(struct vm_conn *c, const char *template_id, const char *image_slug,
                           const enum proto_vps_os *os, json_t *inputs, const struct vm_template_fields *fields,
                           enum proto_vps_os *ret_os, struct na_error *err);
-int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const struct vm_progress *progress,
+int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const struct na_progress *progress,
                  struct proto_vps_server *ret, struct na_error *err);
 int vm_lv_get_install(struct vm_conn *c, const char *id, struct vm_install_info *ret, struct na_error *err);
 int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_install *inst,
-                    const struct vm_progress *progress, struct na_error *err);
+                    const struct na_progress *progress, struct na_error *err);
 /* Generate and define the domain XML from the metadata. */
 int vm_lv_define(struct vm_conn *c, virConnectPtr conn, const struct vm_meta *m, struct na_error *err);
 
@@ -169,16 +169,16 @@ int vm_lv_snapshots_forget(struct vm_conn *c, const char *id, virDomainPtr dom, 
 
 /* ---- vm-libvirt-backup.c ---- */
 int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id,
-                        const struct proto_vps_backup_limits *limits, const struct vm_progress *progress,
+                        const struct proto_vps_backup_limits *limits, const struct na_progress *progress,
                         struct proto_vps_backup *ret, struct na_error *err);
 int vm_lv_backup_list(struct vm_conn *c, const char *id, struct proto_vps_backup **ret, size_t *ret_n,
                       struct na_error *err);
 int vm_lv_backup_restore(struct vm_conn *c, const char *id, const char *backup_id,
-                         const struct vm_progress *progress, struct na_error *err);
+                         const struct na_progress *progress, struct na_error *err);
 int vm_lv_backup_delete(struct vm_conn *c, const char *id, const char *backup_id, struct na_error *err);
 /* Every backup of a server (vps.delete). */
 int vm_lv_backups_remove_all(struct vm_conn *c, const char *id, struct na_error *err);
 
 /* ---- vm-libvirt-exec.c ---- */
 int vm_lv_exec(struct vm_conn *c, const char *id, char *const *argv, unsigned timeout_sec,
-               const struct vm_progress *progress, struct proto_vps_exec_result *ret, struct na_error *err);
+               const struct na_progress *progress, struct proto_vps_exec_result *ret, struct na_error *err);

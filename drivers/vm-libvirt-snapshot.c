@@ -31,7 +31,7 @@ static json_t *disk_snapshot_sizes(struct vm_conn *c, const char *id)
         char *const argv[] = { c->qemu_img, (char *)"info", (char *)"-U", (char *)"--output=json", disk, NULL };
         _cleanup_free_ char *out = NULL;
         struct na_error e = NA_ERROR_INIT;
-        int r = vm_spawn(argv, NULL, &out, 1 << 20, &e);
+        int r = na_spawn(argv, NULL, &out, 1 << 20, &e);
         na_error_clear(&e);
         if (r < 0)
                 return NULL;
@@ -160,7 +160,7 @@ int vm_lv_snapshot_create(struct vm_conn *c, const char *id, const char *snapsho
 
         _cleanup_free_ char *desc = vm_xml_escape(name && *name ? name : snapshot_id);
         _cleanup_free_ char *xml =
-                desc ? vm_strdupf("<domainsnapshot><name>%s</name><description>%s</description></domainsnapshot>",
+                desc ? na_strdupf("<domainsnapshot><name>%s</name><description>%s</description></domainsnapshot>",
                                   sname, desc)
                      : NULL;
         if (!xml)

@@ -12,12 +12,12 @@
 
 char *vm_lv_disk_path(struct vm_conn *c, const char *id)
 {
-        return vm_strdupf("%s/%s.qcow2", c->storage_dir, id);
+        return na_strdupf("%s/%s.qcow2", c->storage_dir, id);
 }
 
 char *vm_lv_seed_path(struct vm_conn *c, const char *id)
 {
-        return vm_strdupf("%s/%s-seed.iso", c->storage_dir, id);
+        return na_strdupf("%s/%s-seed.iso", c->storage_dir, id);
 }
 
 int vm_lv_pool_ensure(struct vm_conn *c, virConnectPtr conn, struct na_error *err)
@@ -28,7 +28,7 @@ int vm_lv_pool_ensure(struct vm_conn *c, virConnectPtr conn, struct na_error *er
                 _cleanup_free_ char *name = vm_xml_escape(c->pool_name);
                 _cleanup_free_ char *path = vm_xml_escape(c->storage_dir);
                 _cleanup_free_ char *xml =
-                        name && path ? vm_strdupf("<pool type='dir'><name>%s</name><target><path>%s</path></target></pool>",
+                        name && path ? na_strdupf("<pool type='dir'><name>%s</name><target><path>%s</path></target></pool>",
                                                   name, path)
                                      : NULL;
                 if (!xml)
@@ -75,16 +75,16 @@ int vm_lv_overlay_create(struct vm_conn *c, const char *id, const struct vm_temp
                                       (unsigned long long)((image_size + (1 << 20) - 1) >> 20));
         char size[32];
         snprintf(size, sizeof(size), "%lluM", (unsigned long long)size_mb);
-        if ((r = vm_unlink(path, err)) < 0)
+        if ((r = na_unlink(path, err)) < 0)
                 return r;
         char *const argv[] = { c->qemu_img, (char *)"create", (char *)"-q", (char *)"-f", (char *)"qcow2",
                                (char *)"-F", t->format, (char *)"-b", t->path, (char *)path, size, NULL };
-        r = vm_spawn(argv, NULL, NULL, 0, err);
+        r = na_spawn(argv, NULL, NULL, 0, err);
         if (r < 0) {
                 unlink(path);
                 return na_error_prefix(err, "vps %s: create disk", id);
         }
-        if ((r = vm_fsync_path(path, err)) < 0)
+        if ((r = na_fsync_path(path, err)) < 0)
                 return r;
         return 0;
 }
@@ -109,7 +109,7 @@ int vm_lv_disk_grow(struct vm_conn *c, const char *id, virDomainPtr dom, int64_t
         snprintf(size, sizeof(size), "%lldM", (long long)size_mb);
         char *const argv[] = { c->qemu_img, (char *)"resize", (char *)"-q", (char *)"-f", (char *)"qcow2", path, size,
                                NULL };
-        r = vm_spawn(argv, NULL, NULL, 0, err);
+        r = na_spawn(argv, NULL, NULL, 0, err);
         if (r < 0)
                 return na_error_prefix(err, "vps %s: grow disk to %lld MB", id, (long long)size_mb);
         vm_lv_pool_refresh(c);

@@ -347,9 +347,9 @@ static int vm_open(const struct vm_options *o, struct vm_conn **ret, struct na_e
         c->reconnect_timer = -1;
         c->uri = dup_or(o->uri, "qemu:///system");
         c->state_dir = strdup(o->state_dir);
-        c->meta_dir = vm_strdupf("%s/vps", o->state_dir);
-        c->storage_dir = o->storage_dir ? strdup(o->storage_dir) : vm_strdupf("%s/vps/disks", o->state_dir);
-        c->backups_dir = o->backups_dir ? strdup(o->backups_dir) : vm_strdupf("%s/vps/backups", o->state_dir);
+        c->meta_dir = na_strdupf("%s/vps", o->state_dir);
+        c->storage_dir = o->storage_dir ? strdup(o->storage_dir) : na_strdupf("%s/vps/disks", o->state_dir);
+        c->backups_dir = o->backups_dir ? strdup(o->backups_dir) : na_strdupf("%s/vps/backups", o->state_dir);
         c->pool_name = dup_or(o->storage_pool, "nodeagent");
         c->domain_type = dup_or(o->domain_type, "kvm");
         c->emulator = o->emulator ? strdup(o->emulator) : NULL;
@@ -370,7 +370,7 @@ static int vm_open(const struct vm_options *o, struct vm_conn **ret, struct na_e
         }
 
         int r;
-        _cleanup_free_ char *cache = vm_strdupf("%s/template-cache.json", c->meta_dir);
+        _cleanup_free_ char *cache = na_strdupf("%s/template-cache.json", c->meta_dir);
         if ((r = na_mkdir_p(c->meta_dir, 0711, err)) < 0 || (r = na_mkdir_p(c->storage_dir, 0711, err)) < 0 ||
             (r = na_mkdir_p(c->backups_dir, 0700, err)) < 0 ||
             (r = vm_templates_new(o->templates_file, o->images_dir, cache, &c->templates, err)) < 0) {
@@ -456,7 +456,7 @@ static int vm_get_install(struct vm_conn *c, const char *id, struct vm_install_i
 }
 
 static int vm_power(struct vm_conn *c, const char *id, enum proto_vps_power_action action, unsigned grace_sec,
-                    const struct vm_progress *progress, enum proto_vps_state *ret_state, struct na_error *err)
+                    const struct na_progress *progress, enum proto_vps_state *ret_state, struct na_error *err)
 {
         WITH_ID(id, lid, err);
         return vm_lv_power(c, lid, action, grace_sec, progress, ret_state, err);
@@ -469,14 +469,14 @@ static int vm_status(struct vm_conn *c, const char *id, struct proto_vps_status 
 }
 
 static int vm_exec(struct vm_conn *c, const char *id, char *const *argv, unsigned timeout_sec,
-                   const struct vm_progress *progress, struct proto_vps_exec_result *ret, struct na_error *err)
+                   const struct na_progress *progress, struct proto_vps_exec_result *ret, struct na_error *err)
 {
         WITH_ID(id, lid, err);
         return vm_lv_exec(c, lid, argv, timeout_sec, progress, ret, err);
 }
 
 static int vm_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_install *inst,
-                        const struct vm_progress *progress, struct na_error *err)
+                        const struct na_progress *progress, struct na_error *err)
 {
         WITH_ID(id, lid, err);
         return vm_lv_reinstall(c, lid, inst, progress, err);
@@ -522,7 +522,7 @@ static int vm_snapshot_delete(struct vm_conn *c, const char *id, const char *sna
 }
 
 static int vm_backup_create(struct vm_conn *c, const char *id, const char *backup_id,
-                            const struct proto_vps_backup_limits *limits, const struct vm_progress *progress,
+                            const struct proto_vps_backup_limits *limits, const struct na_progress *progress,
                             struct proto_vps_backup *ret, struct na_error *err)
 {
         WITH_ID(id, lid, err);
@@ -537,7 +537,7 @@ static int vm_backup_list(struct vm_conn *c, const char *id, struct proto_vps_ba
 }
 
 static int vm_backup_restore(struct vm_conn *c, const char *id, const char *backup_id,
-                             const struct vm_progress *progress, struct na_error *err)
+                             const struct na_progress *progress, struct na_error *err)
 {
         WITH_ID(id, lid, err);
         return vm_lv_backup_restore(c, lid, backup_id, progress, err);

@@ -66,7 +66,7 @@ int vm_meta_set_keys(struct vm_meta *m, char *const *keys, struct na_error *err)
 
 static char *meta_path(const char *dir, const char *id)
 {
-        return vm_strdupf("%s/%s.json", dir, id);
+        return na_strdupf("%s/%s.json", dir, id);
 }
 
 static json_t *plan_json(const struct proto_vps_plan *p)
@@ -189,7 +189,7 @@ int vm_meta_remove(const char *meta_dir, const char *id, struct na_error *err)
         _cleanup_free_ char *path = meta_path(meta_dir, id);
         if (!path)
                 return na_error_sys(err, ENOMEM, "vps %s: metadata", id);
-        int r = vm_unlink(path, err);
+        int r = na_unlink(path, err);
         if (r < 0)
                 return r;
         return na_fsync_parent(path, err);

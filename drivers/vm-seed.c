@@ -39,7 +39,7 @@ static char *dump(json_t *doc, const char *head)
         _cleanup_free_ char *body = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (!body)
                 return NULL;
-        return vm_strdupf("%s%s\n", head, body);
+        return na_strdupf("%s%s\n", head, body);
 }
 
 int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_data, char **ret_user_data,
@@ -82,7 +82,7 @@ int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_
 
 static int write_doc(const char *dir, const char *name, const char *text, struct na_error *err)
 {
-        _cleanup_free_ char *path = vm_strdupf("%s/%s", dir, name);
+        _cleanup_free_ char *path = na_strdupf("%s/%s", dir, name);
         if (!path)
                 return na_error_sys(err, ENOMEM, "seed %s", name);
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -95,7 +95,7 @@ static void remove_dir(const char *dir)
 {
         static const char *const names[] = { "meta-data", "user-data", "network-config" };
         for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-                _cleanup_free_ char *p = vm_strdupf("%s/%s", dir, names[i]);
+                _cleanup_free_ char *p = na_strdupf("%s/%s", dir, names[i]);
                 if (p)
                         unlink(p);
         }
@@ -109,8 +109,8 @@ int vm_seed_write(const char *xorriso, const struct vm_meta *m, const char *mac,
         int r = vm_seed_documents(m, mac, &md, &ud, &nc, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *dir = vm_strdupf("%s.d.XXXXXX", path);
-        _cleanup_free_ char *partial = vm_strdupf("%s.partial", path);
+        _cleanup_free_ char *dir = na_strdupf("%s.d.XXXXXX", path);
+        _cleanup_free_ char *partial = na_strdupf("%s.partial", path);
         if (!dir || !partial)
                 return na_error_sys(err, ENOMEM, "vps %s: seed", m->id);
         if (!mkdtemp(dir))
@@ -120,9 +120,9 @@ int vm_seed_write(const char *xorriso, const struct vm_meta *m, const char *mac,
                 remove_dir(dir);
                 return na_error_prefix(err, "vps %s: seed", m->id);
         }
-        _cleanup_free_ char *f_ud = vm_strdupf("%s/user-data", dir);
-        _cleanup_free_ char *f_md = vm_strdupf("%s/meta-data", dir);
-        _cleanup_free_ char *f_nc = vm_strdupf("%s/network-config", dir);
+        _cleanup_free_ char *f_ud = na_strdupf("%s/user-data", dir);
+        _cleanup_free_ char *f_md = na_strdupf("%s/meta-data", dir);
+        _cleanup_free_ char *f_nc = na_strdupf("%s/network-config", dir);
         if (!f_ud || !f_md || !f_nc) {
                 remove_dir(dir);
                 return na_error_sys(err, ENOMEM, "vps %s: seed", m->id);
@@ -131,13 +131,13 @@ int vm_seed_write(const char *xorriso, const struct vm_meta *m, const char *mac,
         char *const argv[] = { (char *)xorriso, (char *)"-as", (char *)"mkisofs", (char *)"-quiet",
                                (char *)"-output", partial, (char *)"-volid", (char *)"cidata",
                                (char *)"-joliet", (char *)"-rock", f_ud, f_md, f_nc, NULL };
-        r = vm_spawn(argv, NULL, NULL, 0, err);
+        r = na_spawn(argv, NULL, NULL, 0, err);
         remove_dir(dir);
         if (r < 0) {
                 unlink(partial);
                 return na_error_prefix(err, "vps %s: make the cloud-init seed", m->id);
         }
-        if (chmod(partial, 0600) < 0 || (r = vm_fsync_path(partial, err)) < 0) {
+        if (chmod(partial, 0600) < 0 || (r = na_fsync_path(partial, err)) < 0) {
                 if (!na_error_is_set(err))
                         na_error_sys(err, errno, "vps %s: seed %s", m->id, partial);
                 unlink(partial);

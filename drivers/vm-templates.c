@@ -85,7 +85,7 @@ int vm_templates_new(const char *file, const char *images_dir, const char *cache
                 vm_templates_free(t);
                 return na_error_sys(err, ENOMEM, "templates");
         }
-        json_t *cache = cache_file ? vm_json_load(cache_file, 16u << 20) : NULL;
+        json_t *cache = cache_file ? na_json_load(cache_file, 16u << 20) : NULL;
         t->verified = json_is_object(cache) ? cache : json_object();
         if (cache && !json_is_object(cache))
                 json_decref(cache);
@@ -105,7 +105,7 @@ static char *image_path(const char *images_dir, const char *rel)
         for (char *seg = strtok_r(copy, "/", &save); seg; seg = strtok_r(NULL, "/", &save))
                 if (streq(seg, ".."))
                         return NULL;
-        return vm_strdupf("%s/%s", images_dir, rel);
+        return na_strdupf("%s/%s", images_dir, rel);
 }
 
 static bool hex64(const char *s)
@@ -396,7 +396,7 @@ static json_t *stat_key(const struct stat *st)
                          (json_int_t)st->st_ino);
 }
 
-int vm_templates_verify(struct vm_templates *t, const struct vm_template *tmpl, const struct vm_progress *progress,
+int vm_templates_verify(struct vm_templates *t, const struct vm_template *tmpl, const struct na_progress *progress,
                         struct na_error *err)
 {
         struct stat st;
@@ -415,7 +415,7 @@ int vm_templates_verify(struct vm_templates *t, const struct vm_template *tmpl, 
                 return 0;
 
         char hex[65];
-        int r = vm_sha256_file(tmpl->path, progress, hex, err);
+        int r = na_sha256_file(tmpl->path, progress, hex, err);
         if (r < 0)
                 return na_error_prefix(err, "template %s image %s", tmpl->id, tmpl->image_slug);
         if (!streq(hex, tmpl->sha256)) {

@@ -11,40 +11,17 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "common/digest.h"
+#include "common/fileio.h"
+#include "common/spawn.h"
 #include "drivers/vm.h"
 
 /* ---- vm-util.c ---- */
 
-/* Progress helpers: NULL-safe. */
-void vm_progress_stage(const struct vm_progress *p, const char *stage, int percent, const char *message);
-int vm_progress_checkpoint(const struct vm_progress *p, struct na_error *err);
-
-/*
- * Run argv (argv[0] an absolute path; exec form, never a shell) with stdin from
- * /dev/null and a minimal environment. stdout is kept up to out_max bytes when
- * ret_out is not NULL (else discarded); the end of stderr goes into the error
- * message when the program fails. progress' checkpoint is polled while it runs:
- * when it fails the child is killed and its error returned.
- */
-int vm_spawn(char *const argv[], const struct vm_progress *progress, char **ret_out, size_t out_max,
-             struct na_error *err);
-
-/* SHA-256 of a file as 64 lower-case hex digits (buf of 65). */
-int vm_sha256_file(const char *path, const struct vm_progress *progress, char hex[65], struct na_error *err);
-void vm_sha256_hex(const unsigned char digest[32], char hex[65]);
-
-/* asprintf that returns NULL on failure. */
-char *vm_strdupf(const char *fmt, ...) _printf_(1, 2);
 /* Lower-case copy of a valid server id (UUID) into buf[37]; -EINVAL with VALIDATION-free error otherwise. */
 int vm_id_normalize(const char *id, char buf[PROTO_VPS_ID_LEN + 1], struct na_error *err);
 /* The server's MAC address, 52:54:00 and three bytes of SHA-256(id). */
 void vm_mac_from_id(const char *id, char mac[18]);
-/* unlink that ignores ENOENT. */
-int vm_unlink(const char *path, struct na_error *err);
-/* A JSON file of at most max bytes (read with O_CLOEXEC, unlike json_load_file); NULL when absent or bad. */
-json_t *vm_json_load(const char *path, size_t max);
-/* fsync a file by path. */
-int vm_fsync_path(const char *path, struct na_error *err);
 /* Size of a disk image's guest view: raw = file size, qcow2 = header size. */
 int vm_image_virtual_size(const char *path, const char *format, uint64_t *ret, struct na_error *err);
 
@@ -107,7 +84,7 @@ int vm_templates_get(struct vm_templates *t, const char *id, const char *image_s
 /* Check inputs (may be NULL) against the template's schema; errors under field. */
 int vm_template_check_inputs(const struct vm_template *t, json_t *inputs, const char *field, struct na_error *err);
 /* Verify the image's sha256 once per (path, size, mtime); remembered in the cache file. */
-int vm_templates_verify(struct vm_templates *t, const struct vm_template *tmpl, const struct vm_progress *progress,
+int vm_templates_verify(struct vm_templates *t, const struct vm_template *tmpl, const struct na_progress *progress,
                         struct na_error *err);
 
 /* ---- vm-seed.c: cloud-init NoCloud seed ---- */
@@ -155,8 +132,8 @@ char *vm_xml_text(const char *xml, const char *tag, const char *stop);
  * failure: the caller writes to a temporary name and renames). Fills the sha256
  * and size of the compressed bytes.
  */
-int vm_archive_compress(const char *src, const char *dst, const struct vm_progress *progress, char sha256[65],
+int vm_archive_compress(const char *src, const char *dst, const struct na_progress *progress, char sha256[65],
                         uint64_t *ret_size, struct na_error *err);
 /* Decompress src into dst, verifying that src's sha256 is expected_sha256 (else -EBADMSG). */
 int vm_archive_decompress(const char *src, const char *dst, const char *expected_sha256,
-                          const struct vm_progress *progress, struct na_error *err);
+                          const struct na_progress *progress, struct na_error *err);

@@ -70,6 +70,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/progress.h"
 #include "proto/vps.h"
 
 struct vm_conn;
@@ -97,13 +98,6 @@ struct vm_options {
         void *userdata;
         bool connect_later;            /* open succeeds while the hypervisor cannot be reached; calls
                                         * fail with DRIVER_ERROR until the reconnect timer gets through */
-};
-
-/* Progress and safe points of long operations; every member may be NULL. */
-struct vm_progress {
-        void (*stage)(void *userdata, const char *stage, int percent, const char *message);
-        int (*checkpoint)(void *userdata, struct na_error *err); /* < 0: stop, err says why */
-        void *userdata;
 };
 
 struct vm_create_spec {
@@ -172,19 +166,19 @@ struct vm_driver {
                                enum proto_vps_os *ret_os, struct na_error *err);
 
         /* vps.create: stages preparing-disk, writing-image, configuring, booting. Converges. */
-        int (*create)(struct vm_conn *conn, const struct vm_create_spec *spec, const struct vm_progress *progress,
+        int (*create)(struct vm_conn *conn, const struct vm_create_spec *spec, const struct na_progress *progress,
                       struct proto_vps_server *ret, struct na_error *err);
         int (*get_server)(struct vm_conn *conn, const char *vps_id, struct proto_vps_server *ret, struct na_error *err);
         int (*get_install)(struct vm_conn *conn, const char *vps_id, struct vm_install_info *ret, struct na_error *err);
 
         /* vps.power: converging (starting a running server succeeds). *ret_state: the state after. */
         int (*power)(struct vm_conn *conn, const char *vps_id, enum proto_vps_power_action action,
-                     unsigned grace_sec, const struct vm_progress *progress, enum proto_vps_state *ret_state,
+                     unsigned grace_sec, const struct na_progress *progress, enum proto_vps_state *ret_state,
                      struct na_error *err);
         int (*status)(struct vm_conn *conn, const char *vps_id, struct proto_vps_status *ret, struct na_error *err);
         /* vps.exec through the QEMU guest agent; output capped (truncated set). */
         int (*exec)(struct vm_conn *conn, const char *vps_id, char *const *argv, unsigned timeout_sec,
-                    const struct vm_progress *progress, struct proto_vps_exec_result *ret, struct na_error *err);
+                    const struct na_progress *progress, struct proto_vps_exec_result *ret, struct na_error *err);
 
         /*
          * vps.reinstall with the installation proto_vps_reinstall_resolve() produced:
@@ -193,7 +187,7 @@ struct vm_driver {
          * points at a bootable disk; a run again after a crash starts over cleanly.
          */
         int (*reinstall)(struct vm_conn *conn, const char *vps_id, const struct proto_vps_install *inst,
-                         const struct vm_progress *progress, struct na_error *err);
+                         const struct na_progress *progress, struct na_error *err);
         /* vps.upgrade: storage only grows; *ret_restart_required when a change waits for a restart. */
         int (*upgrade)(struct vm_conn *conn, const char *vps_id, const struct proto_vps_plan *plan,
                        struct proto_vps_server *ret, bool *ret_restart_required, struct na_error *err);
@@ -218,14 +212,14 @@ struct vm_driver {
          * create of an existing backupId returns it.
          */
         int (*backup_create)(struct vm_conn *conn, const char *vps_id, const char *backup_id,
-                             const struct proto_vps_backup_limits *limits, const struct vm_progress *progress,
+                             const struct proto_vps_backup_limits *limits, const struct na_progress *progress,
                              struct proto_vps_backup *ret, struct na_error *err);
         /* *ret: a new array (free()) of *ret_n backups, oldest first. */
         int (*backup_list)(struct vm_conn *conn, const char *vps_id, struct proto_vps_backup **ret, size_t *ret_n,
                            struct na_error *err);
         /* Stops the server, verifies the sha256, replaces the disk; starts it again if it ran. */
         int (*backup_restore)(struct vm_conn *conn, const char *vps_id, const char *backup_id,
-                              const struct vm_progress *progress, struct na_error *err);
+                              const struct na_progress *progress, struct na_error *err);
         int (*backup_delete)(struct vm_conn *conn, const char *vps_id, const char *backup_id, struct na_error *err);
 };
 

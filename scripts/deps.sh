@@ -8,7 +8,8 @@ PKGS="build-essential cmake pkg-config libvirt-dev libvirt-daemon libvirt-daemon
   libvirt-clients qemu-system-x86 qemu-utils libcurl4-openssl-dev libjansson-dev
   libnftnl-dev libmnl-dev libseccomp-dev libcmocka-dev nftables crun busybox-static
   iproute2 openssl curl python3 ca-certificates cpio xorriso zstd libzstd-dev
-  prometheus-node-exporter rpm systemd man-db groff-base bsdextrautils libssl-dev"
+  prometheus-node-exporter rpm systemd man-db groff-base bsdextrautils libssl-dev
+  libarchive-dev e2fsprogs docker-registry skopeo"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

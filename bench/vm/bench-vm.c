@@ -44,7 +44,7 @@ static void make_image(const char *path, unsigned mb, char sha[65])
                         die("write image", NULL);
         close(fd);
         struct na_error e = NA_ERROR_INIT;
-        if (vm_sha256_file(path, NULL, sha, &e) < 0)
+        if (na_sha256_file(path, NULL, sha, &e) < 0)
                 die("sha256", &e);
 }
 
@@ -91,7 +91,7 @@ static void bench_create(const struct vm_driver *vm, struct vm_conn *conn, const
                         .password = "Secret#123",
                 };
                 struct timing t = { .start_us = na_now_mono_us() };
-                struct vm_progress p = { .stage = on_stage, .userdata = &t };
+                struct na_progress p = { .stage = on_stage, .userdata = &t };
                 struct proto_vps_server srv;
                 struct na_error e = NA_ERROR_INIT;
                 if (vm->create(conn, &spec, &p, &srv, &e) < 0)
@@ -220,7 +220,7 @@ int main(int argc, char **argv)
         vm->close(conn);
         if (!keep) {
                 char *const rm[] = { (char *)"/bin/rm", (char *)"-rf", (char *)"--one-file-system", root, NULL };
-                vm_spawn(rm, NULL, NULL, 0, &e);
+                na_spawn(rm, NULL, NULL, 0, &e);
         } else
                 printf("kept %s\n", root);
         return 0;

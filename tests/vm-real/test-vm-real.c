@@ -404,7 +404,7 @@ static void create_and_boot(struct server *srv, bool acpi)
 {
         struct na_error err = NA_ERROR_INIT;
         struct stages st = { 0 };
-        struct vm_progress progress = { .stage = rec_stage, .userdata = &st };
+        struct na_progress progress = { .stage = rec_stage, .userdata = &st };
         struct vm_create_spec spec = create_spec(srv);
         struct proto_vps_server out;
         int mark = events_mark();

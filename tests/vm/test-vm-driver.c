@@ -55,10 +55,10 @@ static int rec_checkpoint(void *userdata, struct na_error *err)
         return 0;
 }
 
-static struct vm_progress progress_of(struct stages *s)
+static struct na_progress progress_of(struct stages *s)
 {
         memset(s, 0, sizeof(*s));
-        return (struct vm_progress){ .stage = rec_stage, .checkpoint = rec_checkpoint, .userdata = s };
+        return (struct na_progress){ .stage = rec_stage, .checkpoint = rec_checkpoint, .userdata = s };
 }
 
 static void create_ok(struct vm_fixture *f, const char *id, struct proto_vps_server *srv)
@@ -98,7 +98,7 @@ static void test_create(void **state)
 {
         struct vm_fixture *f = *state;
         struct stages st;
-        struct vm_progress p = progress_of(&st);
+        struct na_progress p = progress_of(&st);
         struct vm_create_spec spec = vmf_spec(ID1);
         char *keys[] = { (char *)"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl me@host",
                          NULL };
@@ -297,7 +297,7 @@ static void test_power(void **state)
         struct na_error err = NA_ERROR_INIT;
         enum proto_vps_state st;
         struct stages s;
-        struct vm_progress p = progress_of(&s);
+        struct na_progress p = progress_of(&s);
 
         OK(f->vm->power(f->conn, ID1, PROTO_VPS_POWER_START, 60, &p, &st, &err));
         assert_int_equal(st, PROTO_VPS_RUNNING); /* starting a running server succeeds */
@@ -442,7 +442,7 @@ static void test_reinstall(void **state)
         };
         /* A cancel before the disk is touched leaves the server as it was. */
         struct stages s;
-        struct vm_progress p = progress_of(&s);
+        struct na_progress p = progress_of(&s);
         s.fail_at = 2;
         assert_true(f->vm->reinstall(f->conn, ID1, &inst, &p, &err) < 0);
         assert_string_equal(err.code, NA_E_JOB_CANCELLED);

@@ -121,7 +121,7 @@ static void test_backups(void **state)
         OK(f->vm->backup_create(f->conn, ID1, "b1", &none, NULL, &b1, &err));
         char data[512], sha[65];
         backup_path(f, data, sizeof(data), ID1, "b1.qcow2.zst");
-        OK(vm_sha256_file(data, NULL, sha, &err));
+        OK(na_sha256_file(data, NULL, sha, &err));
         assert_string_equal(b1.sha256, sha);
         struct stat st;
         assert_int_equal(stat(data, &st), 0);

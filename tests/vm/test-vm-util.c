@@ -345,7 +345,7 @@ static void test_archive_and_spawn(void **state)
         char sha[65], file_sha[65];
         uint64_t size = 0;
         assert_int_equal(vm_archive_compress(src, packed, NULL, sha, &size, &err), 0);
-        assert_int_equal(vm_sha256_file(packed, NULL, file_sha, &err), 0);
+        assert_int_equal(na_sha256_file(packed, NULL, file_sha, &err), 0);
         assert_string_equal(sha, file_sha);
         struct stat st;
         assert_int_equal(stat(packed, &st), 0);
@@ -363,17 +363,17 @@ static void test_archive_and_spawn(void **state)
         /* Child processes: output, failure with the reason, never a shell. */
         char *out = NULL;
         char *const echo[] = { (char *)"/bin/echo", (char *)"a; echo b", NULL };
-        assert_int_equal(vm_spawn(echo, NULL, &out, 1024, &err), 0);
+        assert_int_equal(na_spawn(echo, NULL, &out, 1024, &err), 0);
         assert_string_equal(out, "a; echo b\n");
         free(out);
         char *const fail[] = { (char *)"/bin/ls", (char *)"/nonexistent-dir", NULL };
-        assert_true(vm_spawn(fail, NULL, NULL, 0, &err) < 0);
+        assert_true(na_spawn(fail, NULL, NULL, 0, &err) < 0);
         assert_string_equal(err.code, NA_E_DRIVER);
         assert_non_null(strstr(err.message, "nonexistent-dir"));
         assert_non_null(json_object_get(err.details, "reason"));
         na_error_clear(&err);
         char *const missing[] = { (char *)"/nonexistent/tool", NULL };
-        assert_true(vm_spawn(missing, NULL, NULL, 0, &err) < 0);
+        assert_true(na_spawn(missing, NULL, NULL, 0, &err) < 0);
         na_error_clear(&err);
         char *const rmargv[] = { (char *)"rm", (char *)"-rf", dir, NULL };
         vmf_run(rmargv, NULL, 0);
@@ -386,10 +386,10 @@ static int stop_now(void *userdata, struct na_error *err)
 
 static void test_spawn_cancel(void **state)
 {
-        struct vm_progress p = { .checkpoint = stop_now };
+        struct na_progress p = { .checkpoint = stop_now };
         struct na_error err = NA_ERROR_INIT;
         char *const slow[] = { (char *)"/bin/sleep", (char *)"30", NULL };
-        assert_true(vm_spawn(slow, &p, NULL, 0, &err) < 0);
+        assert_true(na_spawn(slow, &p, NULL, 0, &err) < 0);
         assert_string_equal(err.code, NA_E_JOB_CANCELLED);
         na_error_clear(&err);
 }

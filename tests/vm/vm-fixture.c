@@ -94,7 +94,7 @@ static void make_image(struct vm_fixture *f, const char *rel, const char *format
                 close(fd);
         }
         struct na_error e = NA_ERROR_INIT;
-        if (vm_sha256_file(path, NULL, sha, &e) < 0)
+        if (na_sha256_file(path, NULL, sha, &e) < 0)
                 die("sha256", &e);
 }
 

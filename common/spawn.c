@@ -1,0 +1,172 @@
+/* Child processes in exec form, with their output bounded and their stderr kept for errors. */
+#include "common/spawn.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "common/fault.h"
+#include "common/macro.h"
+
+static void append_tail(char *tail, size_t cap, size_t *len, const char *data, size_t n)
+{
+        /* Keep the last cap-1 bytes: messages end with the reason. */
+        if (n >= cap - 1) {
+                memcpy(tail, data + n - (cap - 1), cap - 1);
+                *len = cap - 1;
+        } else {
+                if (*len + n > cap - 1) {
+                        size_t drop = *len + n - (cap - 1);
+                        memmove(tail, tail + drop, *len - drop);
+                        *len -= drop;
+                }
+                memcpy(tail + *len, data, n);
+                *len += n;
+        }
+        tail[*len] = '\0';
+}
+
+static void strip_trailing(char *s)
+{
+        size_t n = strlen(s);
+        while (n > 0 && isspace((unsigned char)s[n - 1]))
+                s[--n] = '\0';
+}
+
+int na_spawn(char *const argv[], const struct na_progress *progress, char **ret_out, size_t out_max,
+             struct na_error *err)
+{
+        int outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
+        if (pipe2(outp, O_CLOEXEC) < 0)
+                return na_error_sys(err, errno, "run %s: pipe", argv[0]);
+        if (pipe2(errp, O_CLOEXEC) < 0) {
+                int e = errno;
+                close(outp[0]);
+                close(outp[1]);
+                return na_error_sys(err, e, "run %s: pipe", argv[0]);
+        }
+        _cleanup_close_ int out_r = outp[0], err_r = errp[0];
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        sigset_t none, all;
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setsigdefault(&attr, &all);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LC_ALL=C", NULL };
+        pid_t pid;
+        int r = posix_spawn(&pid, argv[0], &fa, &attr, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        close(outp[1]);
+        close(errp[1]);
+        if (r != 0)
+                return na_error_sys(err, r, "run %s", argv[0]);
+
+        _cleanup_free_ char *out = NULL;
+        size_t out_len = 0, out_cap = 0;
+        char tail[512] = "";
+        size_t tail_len = 0;
+        bool killed = false;
+        struct na_error stop = NA_ERROR_INIT;
+        int open_fds = 2;
+        while (open_fds > 0) {
+                struct pollfd p[2] = { { out_r, POLLIN, 0 }, { err_r, POLLIN, 0 } };
+                int n = NA_FAULT("spawn.poll") ? (errno = ENOMEM, -1) : poll(p, 2, 500);
+                if (n < 0 && errno != EINTR) {
+                        /* The child may be blocked on a full pipe: it must die before we wait. */
+                        r = -errno;
+                        kill(pid, SIGKILL);
+                        break;
+                }
+                if (!killed && na_progress_checkpoint(progress, &stop) < 0) {
+                        kill(pid, SIGKILL);
+                        killed = true;
+                }
+                for (int i = 0; i < 2 && n > 0; i++) {
+                        if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)) || p[i].fd < 0)
+                                continue;
+                        char buf[8192];
+                        ssize_t k = read(p[i].fd, buf, sizeof(buf));
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k <= 0) {
+                                if (i == 0) {
+                                        close(out_r);
+                                        out_r = -1;
+                                } else {
+                                        close(err_r);
+                                        err_r = -1;
+                                }
+                                open_fds--;
+                                continue;
+                        }
+                        if (i == 1) {
+                                append_tail(tail, sizeof(tail), &tail_len, buf, (size_t)k);
+                        } else if (ret_out && out_len < out_max) {
+                                size_t take = (size_t)k < out_max - out_len ? (size_t)k : out_max - out_len;
+                                if (out_len + take + 1 > out_cap) {
+                                        size_t ncap = (out_len + take + 1) * 2;
+                                        char *nb = realloc(out, ncap);
+                                        if (!nb) {
+                                                kill(pid, SIGKILL);
+                                                killed = true;
+                                                r = -ENOMEM;
+                                                continue;
+                                        }
+                                        out = nb;
+                                        out_cap = ncap;
+                                }
+                                memcpy(out + out_len, buf, take);
+                                out_len += take;
+                                out[out_len] = '\0';
+                        }
+                }
+        }
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0) {
+                if (errno != EINTR) {
+                        na_error_clear(&stop);
+                        return na_error_sys(err, errno, "wait for %s", argv[0]);
+                }
+        }
+        if (killed && na_error_is_set(&stop)) {
+                na_error_move(err, &stop);
+                return -err->errnum;
+        }
+        na_error_clear(&stop);
+        if (r < 0)
+                return na_error_sys(err, -r, "run %s", argv[0]);
+        strip_trailing(tail);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                if (ret_out) {
+                        if (!out) {
+                                out = strdup("");
+                                if (!out)
+                                        return na_error_sys(err, ENOMEM, "run %s", argv[0]);
+                        }
+                        *ret_out = TAKE_PTR(out);
+                }
+                return 0;
+        }
+        if (WIFEXITED(status))
+                na_error_set(err, EIO, NA_E_DRIVER, "%s exited with status %d: %s", argv[0], WEXITSTATUS(status),
+                             tail[0] ? tail : "(no message)");
+        else
+                na_error_set(err, EIO, NA_E_DRIVER, "%s killed by signal %d: %s", argv[0],
+                             WIFSIGNALED(status) ? WTERMSIG(status) : 0, tail[0] ? tail : "(no message)");
+        na_error_detail(err, "reason", json_string(err->message));
+        return -EIO;
+}
