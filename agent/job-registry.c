@@ -8,7 +8,6 @@ extern job_kind_list node_job_kinds;
 extern job_kind_list vps_job_kinds;
 extern job_kind_list metrics_job_kinds;
 extern job_kind_list fw_job_kinds;
-extern job_kind_list test_job_kinds;
 
 static const struct job_kind *const *const lists[] = {
         node_job_kinds,
@@ -17,17 +16,30 @@ static const struct job_kind *const *const lists[] = {
         fw_job_kinds,
 };
 
-/* The test kinds exist only for the project's own tests (agent/jobs-test.c). */
-static bool test_kinds_enabled(void)
+#ifdef NA_TEST_HOOKS
+/*
+ * The test kinds (agent/jobs-test.c) are compiled only into test builds
+ * (-DNA_TEST_HOOKS=ON), and offered there only with NODEAGENT_TEST_KINDS=1. The
+ * packaged build has no test kinds at all: they answer UNSUPPORTED_JOB like any
+ * unknown kind, whatever the environment says.
+ */
+extern job_kind_list test_job_kinds;
+
+static const struct job_kind *const *test_kinds(void)
 {
         const char *v = getenv("NODEAGENT_TEST_KINDS");
-        return v && streq(v, "1");
+        return v && streq(v, "1") ? test_job_kinds : NULL;
 }
+#else
+static const struct job_kind *const *test_kinds(void)
+{
+        return NULL;
+}
+#endif
 
 #define FOREACH_KIND(k)                                                                          \
         for (size_t _l = 0; _l <= ARRAY_SIZE(lists); _l++)                                       \
-                for (const struct job_kind *const *k =                                           \
-                             _l < ARRAY_SIZE(lists) ? lists[_l] : (test_kinds_enabled() ? test_job_kinds : NULL); \
+                for (const struct job_kind *const *k = _l < ARRAY_SIZE(lists) ? lists[_l] : test_kinds(); \
                      k && *k; k++)
 
 const struct job_kind *job_kind_find(const char *name)

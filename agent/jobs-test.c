@@ -1,5 +1,7 @@
 /*
- * Kinds for the project's own tests, present only when the daemon runs with
+ * Kinds for the project's own tests. They exist only in test builds (-DNA_TEST_HOOKS=ON,
+ * the default for development trees; the packaged build is configured with it OFF and
+ * has neither this code nor its names), and even there only when the daemon runs with
  * NODEAGENT_TEST_KINDS=1 (otherwise they are UNSUPPORTED_JOB like any unknown kind):
  *   test.append {sleepMs?}  changes the node: appends its job id to
  *                           <state_dir>/test-effects.log unless it is already there
@@ -10,6 +12,8 @@
  * Both report progress once, at start: what keeps their lease alive after that is
  * the link's keepalive, which the lease test observes.
  */
+#ifdef NA_TEST_HOOKS
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -137,3 +141,5 @@ static const struct job_kind test_sleep = {
 };
 
 job_kind_list test_job_kinds = { &test_append, &test_sleep, NULL };
+
+#endif /* NA_TEST_HOOKS */

@@ -3,8 +3,13 @@
 #
 #   packaging/build-packages.sh BUILD_DIR OUT_DIR [GENERATOR...]
 #
-# BUILD_DIR  a build tree of this repository (cmake -S . -B BUILD_DIR; cmake --build
-#            BUILD_DIR); cpack builds what is out of date before it packs.
+# BUILD_DIR  a build tree of this repository configured for packages, i.e. with the
+#            test hooks compiled out and without sanitizers:
+#              cmake -S . -B BUILD_DIR -DNA_TEST_HOOKS=OFF -DNA_BUILD_TESTS=OFF -DNA_BUILD_BENCH=OFF
+#              cmake --build BUILD_DIR
+#            A tree with NA_TEST_HOOKS=ON (the default: fault injection and the test
+#            job kinds compiled in) or NA_SANITIZE=ON is refused: no package may carry
+#            them.  cpack builds what is out of date before it packs.
 # OUT_DIR    where the packages go (created if missing); cpack's scratch tree is made
 #            under it and removed afterwards.
 # GENERATOR  DEB, RPM or both (the default).
@@ -28,6 +33,27 @@ if [ ! -f "$config" ]; then
 	echo "$0: $config not found: configure the tree first (cmake -S . -B $build)" >&2
 	exit 1
 fi
+# The packaged build never has the test hooks (agent/jobs-test.c, common/fault.h).
+cache=$build/CMakeCache.txt
+cache_bool() { # VAR: its value in the tree's cache, upper-cased ("" when absent)
+	sed -n "s/^$1:[A-Z]*=//p" "$cache" | tail -n 1 | tr 'a-z' 'A-Z'
+}
+[ -f "$cache" ] || { echo "$0: $cache not found: configure the tree first" >&2; exit 1; }
+case $(cache_bool NA_TEST_HOOKS) in
+OFF | FALSE | NO | N | 0) ;;
+*)
+	echo "$0: $build is configured with NA_TEST_HOOKS=$(cache_bool NA_TEST_HOOKS) (test job kinds and fault" >&2
+	echo "injection compiled in): packages are built from a tree configured with" >&2
+	echo "  cmake -S . -B BUILD_DIR -DNA_TEST_HOOKS=OFF -DNA_BUILD_TESTS=OFF -DNA_BUILD_BENCH=OFF" >&2
+	exit 1
+	;;
+esac
+case $(cache_bool NA_SANITIZE) in
+ON | TRUE | YES | Y | 1)
+	echo "$0: $build is a sanitizer build (NA_SANITIZE=ON): not for packages" >&2
+	exit 1
+	;;
+esac
 config=$(cd "$build" && pwd)/CPackConfig.cmake
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

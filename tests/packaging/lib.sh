@@ -1,6 +1,7 @@
 # Shared helpers of the packaging tests (sourced, POSIX sh).
 #   NA_SOURCE_DIR, NA_BUILD_DIR   set by CTest (tests/CMakeLists.txt)
 #   NA_NODEAGENTD                 the built daemon (passed by tests/packaging/CMakeLists.txt)
+#   NA_PACKAGES_DIR               the packages of the packaged build (build-tree.sh)
 
 set -eu
 
@@ -62,17 +63,26 @@ config_keys() {
 	printf '%s\n' "$_keys"
 }
 
-# Build packages of this tree into $SCRATCH/out with packaging/build-packages.sh.
-# Prints the package path.
+# The package of one generator (DEB or RPM) that the packaging-build fixture made
+# (build-tree.sh: the packaged build, -DNA_TEST_HOOKS=OFF) into $NA_PACKAGES_DIR.
+# Prints its path; skips when the generator's tools are not installed (the fixture
+# then made none), dies when the fixture's directory is missing.
 build_package() {
 	_gen=$1
-	_log=$SCRATCH/build-$_gen.log
-	if ! "$PKG_SRC/build-packages.sh" "$NA_BUILD_DIR" "$SCRATCH/out" "$_gen" >"$_log" 2>&1; then
-		sed 's/^/    /' "$_log" >&2
-		die "build-packages.sh $_gen failed"
+	: "${NA_PACKAGES_DIR:?NA_PACKAGES_DIR not set (run through ctest: the packaging-build fixture makes the packages)}"
+	[ -d "$NA_PACKAGES_DIR" ] || die "$NA_PACKAGES_DIR missing: the packaging-build fixture did not run"
+	case $_gen in
+	DEB) _pkg=$(ls "$NA_PACKAGES_DIR"/*.deb 2>/dev/null | head -n 1) ;;
+	RPM) _pkg=$(ls "$NA_PACKAGES_DIR"/*.rpm 2>/dev/null | head -n 1) ;;
+	*) die "build_package: unknown generator $_gen" ;;
+	esac
+	if [ -z "$_pkg" ]; then
+		case $_gen in
+		DEB) command -v dpkg-deb >/dev/null 2>&1 && command -v dpkg-shlibdeps >/dev/null 2>&1 ;;
+		RPM) command -v rpmbuild >/dev/null 2>&1 ;;
+		esac && die "no $_gen package in $NA_PACKAGES_DIR although its tools are installed"
+		skip "no $_gen package: its tools are not installed"
 	fi
-	_pkg=$(tail -n 1 "$_log")
-	[ -f "$_pkg" ] || die "build-packages.sh $_gen printed no package: $(cat "$_log")"
 	printf '%s\n' "$_pkg"
 }
 

@@ -10,6 +10,10 @@
 #   (a node.status job through its job layer), run with exactly the unit's
 #   capabilities and its own seccomp filter, write its state, and on SIGTERM send
 #   STOPPING=1 and exit 0.
+# The packaged build has no test hooks (it is configured with -DNA_TEST_HOOKS=OFF): the
+# binary holds neither the test job kinds nor fault injection, and the daemon, run with
+# NODEAGENT_TEST_KINDS=1 and NA_FAULTS set, answers UNSUPPORTED_JOB for test.sleep and
+# test.append.
 # (SystemCallFilter=, RestrictAddressFamilies= and the Protect* mounts are not
 # emulated here; `systemd-analyze verify` checks them in packaging-unit.)
 . "$(dirname "$0")/lib.sh"
@@ -28,6 +32,19 @@ mkdir "$SCRATCH/pkg"
 dpkg-deb -x "$deb" "$SCRATCH/pkg"
 DAEMON=$SCRATCH/pkg/usr/sbin/nodeagentd
 UNIT=$SCRATCH/pkg/lib/systemd/system/nodeagent.service
+
+# No test hook in the packaged binary: the names the hooks are reached by are absent
+# (the test build's binary has them all, which shows the probe finds them when there).
+hook_names="NODEAGENT_TEST_KINDS test.sleep test.append NA_FAULTS"
+for name in $hook_names; do
+	grep -qaF "$name" "$DAEMON" && fail "the packaged nodeagentd holds '$name': test hooks compiled in"
+done
+if grep -q '^NA_TEST_HOOKS:BOOL=ON$' "$NA_BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
+	for name in $hook_names; do
+		grep -qaF "$name" "$NA_NODEAGENTD" || die "probe broken: the test build's nodeagentd lacks '$name'"
+	done
+fi
+[ "$failures" -eq 0 ] && info "the packaged nodeagentd holds none of: $hook_names"
 
 # The unit's capability set, for setpriv: "-all,+net_admin,+dac_override".
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT")
@@ -92,7 +109,9 @@ done
 # In a sanitizer build LeakSanitizer would stop the world with ptrace at exit, which
 # the agent's seccomp filter refuses (a fatal LSan error, exit 1): leaks are the
 # daemon tests' business, not this test's.  Ignored by normal builds.
-ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+# NODEAGENT_TEST_KINDS and NA_FAULTS ask for the test hooks, which the packaged build
+# must not have.
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 NODEAGENT_TEST_KINDS=1 NA_FAULTS=http.request%1 \
 	BOUNDING=$bounding NOTIFY_SOCKET=$S/notify.sock WATCHDOG_USEC=2000000 unshare -m -n --propagation private sh -c '
 	set -e
 	S=$1
@@ -146,6 +165,18 @@ info "running with CapEff=$capeff (${caps}), no_new_privs, seccomp filter"
 "$NA_NODEAGENTCTL" -s "$S/run/control.sock" run node.status --json >"$S/run.json" 2>"$S/run.err" ||
 	fail "nodeagentctl run node.status failed under the sandbox: $(cat "$S/run.err")"
 grep -q '"status": "succeeded"' "$S/run.json" || fail "node.status did not succeed: $(cat "$S/run.json")"
+# A test kind, asked for with NODEAGENT_TEST_KINDS=1 in the daemon's environment, is
+# unknown to the packaged daemon.
+before=$failures
+for kind in test.sleep test.append; do
+	if "$NA_NODEAGENTCTL" -s "$S/run/control.sock" run "$kind" --params '{"sleepMs":1}' --json \
+		>"$S/test-kind.json" 2>"$S/test-kind.err"; then
+		fail "the packaged daemon ran $kind with NODEAGENT_TEST_KINDS=1: $(cat "$S/test-kind.json")"
+	elif ! grep -q '"code": "UNSUPPORTED_JOB"' "$S/test-kind.json"; then
+		fail "$kind: want UNSUPPORTED_JOB, got: $(cat "$S/test-kind.json" "$S/test-kind.err")"
+	fi
+done
+[ "$failures" -eq "$before" ] && info "test.sleep and test.append: UNSUPPORTED_JOB although NODEAGENT_TEST_KINDS=1"
 grep -q '^STATUS=' "$S/notify.log" || fail "no STATUS= notification"
 wait_for "WATCHDOG=1" grep -qx 'WATCHDOG=1' "$S/notify.log"
 [ -n "$(ls "$S/state")" ] || fail "the daemon wrote nothing to its state directory"
