@@ -4,7 +4,8 @@
  * bytes flipped, cut, spliced between files; values of the JSON tree replaced by
  * ones of another type or at a boundary; and rule fields set to plausible values
  * (which keeps many inputs valid, so the building side is reached). A broken
- * property aborts the test.
+ * property aborts the test. Each seed must also do what its entry in seeds[] says
+ * (accepted with N rules, refused on exactly these fields, or not JSON).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,10 +13,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/macro.h"
+#include "proto/firewall.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 extern unsigned long fuzz_fw_accepted, fuzz_fw_refused, fuzz_fw_not_json;
@@ -58,16 +63,26 @@ static int load_corpus(void **state)
         char dir[4096];
         snprintf(dir, sizeof(dir), "%s/tests/firewall/corpus", src ? src : ".");
         DIR *d = opendir(dir);
-        if (!d)
+        if (!d) {
+                fprintf(stderr, "test-fw-fuzz: open %s: %s\n", dir, strerror(errno));
                 return -1;
-        for (struct dirent *e; (e = readdir(d)) && n_corpus < 64;) {
+        }
+        for (struct dirent *e; (e = readdir(d));) {
                 if (e->d_name[0] == '.')
                         continue;
+                if (n_corpus == ARRAY_SIZE(corpus)) {
+                        fprintf(stderr, "test-fw-fuzz: more than %zu files in %s\n", ARRAY_SIZE(corpus), dir);
+                        closedir(d);
+                        return -1;
+                }
                 char path[8192];
                 snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
                 FILE *f = fopen(path, "rbe");
-                if (!f)
-                        continue;
+                if (!f) {
+                        fprintf(stderr, "test-fw-fuzz: open %s: %s\n", path, strerror(errno));
+                        closedir(d);
+                        return -1;
+                }
                 struct input *in = &corpus[n_corpus++];
                 snprintf(in->name, sizeof(in->name), "%s", e->d_name);
                 in->data = malloc(FUZZ_MAX_INPUT);
@@ -87,11 +102,126 @@ static int free_corpus(void **state)
         return 0;
 }
 
+/*
+ * What each seed of the corpus is: accepted with this many rules, refused with a
+ * VALIDATION_ERROR on exactly these fields (paths into details, "" for the payload's
+ * own _errors), or not JSON. Every file of the corpus has an entry and every entry a
+ * file, so the corpus can neither change meaning nor shrink unnoticed.
+ */
+enum outcome { ACCEPTED, REFUSED, NOT_JSON };
+static const struct seed {
+        const char *name;
+        enum outcome outcome;
+        size_t n_rules;               /* ACCEPTED */
+        const char *const fields[10]; /* REFUSED: every field with errors, NULL-terminated */
+} seeds[] = {
+        { "bad-addresses.json", REFUSED, 0, { "rules.0.source", "rules.1.destination", "rules.2.source" } },
+        { "bad-ids.json", REFUSED, 0, { "rules.1.id", "rules.2.id" } },
+        { "bad-ports.json", REFUSED, 0, { "rules.0.port", "rules.1.port", "rules.2.port" } },
+        { "bad-types.json", REFUSED, 0,
+          { "enabled", "inboundPolicy", "rules.0.id", "rules.0.type", "rules.0.protocol", "rules.0.action",
+            "rules.0.enabled", "rules.0.port", "rules.0.comment" } },
+        { "family-only.json", ACCEPTED, 2, { NULL } },
+        { "lists.json", ACCEPTED, 1, { NULL } },
+        { "long-comment.json", ACCEPTED, 1, { NULL } },
+        { "mixed-ids.json", ACCEPTED, 2, { NULL } },
+        { "not-an-object.json", REFUSED, 0, { "" } },
+        { "truncated.json", NOT_JSON, 0, { NULL } },
+        { "valid-all-fields.json", ACCEPTED, 7, { NULL } },
+        { "valid-basic.json", ACCEPTED, 4, { NULL } },
+        { "valid-disabled.json", ACCEPTED, 1, { NULL } },
+        { "valid-empty.json", ACCEPTED, 0, { NULL } },
+};
+
+static const struct seed *seed_of(const char *name)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(seeds); i++)
+                if (strcmp(seeds[i].name, name) == 0)
+                        return &seeds[i];
+        return NULL;
+}
+
+/* Collect the dotted paths of every node of details with a non-empty _errors. */
+static void error_paths(json_t *node, const char *prefix, char out[][64], size_t *n, size_t max)
+{
+        json_t *errs = json_object_get(node, "_errors");
+        if (json_array_size(errs) > 0 && *n < max)
+                snprintf(out[(*n)++], 64, "%s", prefix);
+        const char *key;
+        json_t *v;
+        json_object_foreach(node, key, v) {
+                if (strcmp(key, "_errors") == 0 || !json_is_object(v))
+                        continue;
+                char path[64];
+                snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", key);
+                error_paths(v, path, out, n, max);
+        }
+}
+
+static void check_refusal(const struct seed *sd, const struct input *in)
+{
+        json_t *j = json_loadb(in->data, in->len, JSON_DECODE_ANY, NULL);
+        assert_non_null(j);
+        struct fw_config cfg;
+        struct na_error err = NA_ERROR_INIT;
+        assert_true(proto_fw_decode(j, &cfg, &err) < 0);
+        json_decref(j);
+        char got[32][64];
+        size_t n_got = 0, n_want = 0;
+        error_paths(err.details, "", got, &n_got, ARRAY_SIZE(got));
+        for (; n_want < ARRAY_SIZE(sd->fields) && sd->fields[n_want]; n_want++) {
+                bool found = false;
+                for (size_t k = 0; k < n_got && !found; k++)
+                        found = strcmp(got[k], sd->fields[n_want]) == 0;
+                if (!found)
+                        fail_msg("%s: no error on field '%s' (%s)", sd->name, sd->fields[n_want], err.message);
+        }
+        if (n_got != n_want) {
+                char list[1024] = "";
+                for (size_t k = 0; k < n_got; k++)
+                        snprintf(list + strlen(list), sizeof(list) - strlen(list), " '%s'", got[k]);
+                fail_msg("%s: errors on %zu fields, expected %zu:%s", sd->name, n_got, n_want, list);
+        }
+        na_error_clear(&err);
+}
+
 static void test_corpus(void **state)
 {
         (void)state;
-        for (size_t i = 0; i < n_corpus; i++)
-                LLVMFuzzerTestOneInput((const uint8_t *)corpus[i].data, corpus[i].len);
+        bool covered[ARRAY_SIZE(seeds)] = { false };
+        for (size_t i = 0; i < n_corpus; i++) {
+                const struct input *in = &corpus[i];
+                const struct seed *sd = seed_of(in->name);
+                if (!sd)
+                        fail_msg("corpus file %s has no expectation in test-fw-fuzz.c's seeds[]", in->name);
+                covered[sd - seeds] = true;
+
+                /* Through the fuzz entry: its properties hold, and the outcome is the expected one. */
+                unsigned long acc = fuzz_fw_accepted, ref = fuzz_fw_refused, nj = fuzz_fw_not_json;
+                LLVMFuzzerTestOneInput((const uint8_t *)in->data, in->len);
+                enum outcome got = fuzz_fw_accepted > acc ? ACCEPTED : fuzz_fw_refused > ref ? REFUSED : NOT_JSON;
+                assert_true(fuzz_fw_accepted + fuzz_fw_refused + fuzz_fw_not_json == acc + ref + nj + 1);
+                static const char *const names[] = { "accepted", "refused", "not JSON" };
+                if (got != sd->outcome)
+                        fail_msg("%s: %s, expected %s", in->name, names[got], names[sd->outcome]);
+
+                if (sd->outcome == ACCEPTED) {
+                        json_t *j = json_loadb(in->data, in->len, JSON_DECODE_ANY, NULL);
+                        struct fw_config cfg;
+                        struct na_error err = NA_ERROR_INIT;
+                        assert_int_equal(proto_fw_decode(j, &cfg, &err), 0);
+                        json_decref(j);
+                        if (cfg.n_rules != sd->n_rules)
+                                fail_msg("%s: %zu rules, expected %zu", in->name, cfg.n_rules, sd->n_rules);
+                        proto_fw_clear(&cfg);
+                } else if (sd->outcome == REFUSED) {
+                        check_refusal(sd, in);
+                }
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(seeds); i++)
+                if (!covered[i])
+                        fail_msg("seed %s is missing from tests/firewall/corpus", seeds[i].name);
+        print_message("corpus: %zu seeds, each as expected\n", n_corpus);
 }
 
 /* A value at a boundary or of another type. */
