@@ -2,8 +2,9 @@
  * A real cgroup on this host (v1 cpuacct, v2 or hybrid, as detected): an idle cgroup
  * shows 0 % CPU, a busy process moved into it makes its CPU rise; removing the
  * cgroup skips its values (its open files answer ENODEV) and a cgroup created again
- * under the same path starts a new baseline. Exits 77 only where no cgroup can be
- * created (not root, read-only cgroupfs).
+ * under the same path starts a new baseline. Exits 77 only when not root or when no
+ * cgroup file system is mounted at all; as root on a host with one, detection must
+ * find a CPU controller and the test's cgroups must be created, or the test fails.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -108,20 +109,47 @@ static bool remove_cgroups(void)
         return ok;
 }
 
+/* Whether any cgroup file system (v1 or v2) is mounted, from /proc/self/mounts. */
+static bool cgroupfs_mounted(void)
+{
+        FILE *f = fopen("/proc/self/mounts", "re");
+        if (!f)
+                return false;
+        char line[4096];
+        bool found = false;
+        while (!found && fgets(line, sizeof(line), f)) {
+                char dev[256], dir[2048], type[64];
+                found = sscanf(line, "%255s %2047s %63s", dev, dir, type) == 3 &&
+                        (streq(type, "cgroup") || streq(type, "cgroup2"));
+        }
+        fclose(f);
+        return found;
+}
+
 static int group_setup(void **state)
 {
         struct na_error err = NA_ERROR_INIT;
-        if (geteuid() != 0 || metrics_cgroups_detect("/sys/fs/cgroup", &cg, &err) < 0 || !cg.res[CG_CPU].dir) {
-                fprintf(stderr, "skip: no cgroup hierarchy to create a cgroup in\n");
+        if (geteuid() != 0 || !cgroupfs_mounted()) {
+                fprintf(stderr, "skip: %s\n", geteuid() != 0 ? "needs root" : "no cgroup file system is mounted");
                 exit(77);
+        }
+        /* Root with a cgroupfs: from here on, anything missing is a failure, not a skip. */
+        if (metrics_cgroups_detect("/sys/fs/cgroup", &cg, &err) < 0) {
+                fprintf(stderr, "cgroup detection failed on a host with a cgroup file system: %s\n", err.message);
+                na_error_clear(&err);
+                return -1;
+        }
+        if (!cg.res[CG_CPU].dir) {
+                fprintf(stderr, "cgroup detection found no CPU accounting hierarchy under /sys/fs/cgroup\n");
+                return -1;
         }
         snprintf(name, sizeof(name), "nodeagent-test-%d", (int)getpid());
         snprintf(cpu_dir, sizeof(cpu_dir), "%s/%s", cg.res[CG_CPU].dir, name);
         if (cg.res[CG_MEMORY].dir && !streq(cg.res[CG_MEMORY].dir, cg.res[CG_CPU].dir))
                 snprintf(mem_dir, sizeof(mem_dir), "%s/%s", cg.res[CG_MEMORY].dir, name);
         if (!make_cgroups()) {
-                fprintf(stderr, "skip: cannot create %s: %s\n", cpu_dir, strerror(errno));
-                exit(77);
+                fprintf(stderr, "as root, cannot create the cgroup %s: %s\n", cpu_dir, strerror(errno));
+                return -1;
         }
         ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
         assert_true(n > 0);
