@@ -1,0 +1,60 @@
+/*
+ * Pulling app images from a registry (OCI Distribution API v2) into the node's image
+ * store: <images_dir>/<name>/ as an OCI image layout (oci-layout, index.json,
+ * blobs/sha256/<hex>), the same layout `skopeo copy docker://… oci:<dir>:<tag>` writes.
+ *
+ * Blocking (libcurl's easy interface): call it from a worker thread, never from the
+ * event loop. TLS is always verified; plain http only to a loopback host and only with
+ * allow_insecure_http. Anonymous first; a 401 is answered with a bearer token from the
+ * challenge's realm (basic credentials sent to the realm when configured) or with basic
+ * credentials. Manifests, the config and the layers are stored exactly as served, each
+ * verified against its digest while it streams to a temporary file; a dropped
+ * connection is resumed with a Range request. An OCI index or a Docker manifest list
+ * is resolved to the node's platform (linux/amd64 on x86-64) and only that image is
+ * stored (the index blob itself is kept too, so a digest reference to it resolves).
+ * Finally index.json gets the entry for the tag (annotation
+ * org.opencontainers.image.ref.name), or, for a digest reference, an entry without
+ * annotations. Concurrent pulls of one image serialize on a lock of the layout's
+ * directory (flock). When a pull fails, the blobs it wrote are removed again, and so
+ * is the layout directory when the pull created it: nothing half-made stays.
+ *
+ *   struct app_registry_options o = {.url = "https://registry.example.net"};
+ *   char digest[72];
+ *   uint64_t bytes;
+ *   if (app_registry_pull(&o, &ref, "/var/lib/nodeagent/images", &progress, digest, &bytes, &err) < 0)
+ *           ... err.code: IMAGE_NOT_FOUND (404, MANIFEST_UNKNOWN, NAME_UNKNOWN),
+ *               VALIDATION_ERROR (options), DRIVER_ERROR with details.reason
+ *               ("unauthorized", "tls", "network", "digest-mismatch", "bad-manifest",
+ *               "unsupported-media-type", "no-platform", "http-status"), INTERNAL_ERROR
+ *               (local I/O), or whatever progress->checkpoint said (a stopped job).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/progress.h"
+#include "proto/app-image-ref.h"
+
+struct app_registry_options {
+        const char *url;                 /* [apps] registry: "https://registry.example.net", a path prefix is allowed */
+        const char *ca_file;             /* [apps] registry_ca_file; NULL: the system's bundle */
+        const char *username, *password; /* optional: basic auth, also sent to a token realm */
+        bool allow_insecure_http;        /* http:// only to a loopback host, and only with this */
+};
+
+/* The stage name progress reports use; percent is by bytes, message "12.3 of 40.0 MB". */
+#define APP_REGISTRY_STAGE "pulling-image"
+
+/*
+ * Pull ref (by tag or by digest) from the registry into <images_dir>/<ref->name>/.
+ * On success ret_manifest_digest holds "sha256:<hex>" of the image manifest that
+ * index.json now names (the platform's manifest when the reference was an index) and
+ * ret_bytes the image's size (manifest + config + layers as the manifest states them).
+ * Either out-parameter may be NULL. Blobs already present with the right content are
+ * not downloaded again. images_dir is created when missing.
+ */
+int app_registry_pull(const struct app_registry_options *o, const struct proto_image_ref *ref, const char *images_dir,
+                      const struct na_progress *progress, char ret_manifest_digest[72], uint64_t *ret_bytes,
+                      struct na_error *err);
