@@ -1,0 +1,30 @@
+/*
+ * Reading /proc/self/mountinfo (or a fixture with the same format): one callback per
+ * mount, in the file's order (later lines are mounts made later, so the last match
+ * for a mount point is the one on top), with the octal escapes of paths undone.
+ *
+ *      static int fn(const struct app_mount *m, void *ud) { ...; return 0; }  (> 0 stops, < 0 fails)
+ *      r = app_mountinfo_foreach("/proc/self/mountinfo", fn, ud, &err);
+ *      r = app_mountinfo_find("/proc/self/mountinfo", "/srv/x", &fstype, &source, &err);   -ENOENT: none
+ */
+#pragma once
+
+#include "common/error.h"
+
+struct app_mount {
+        const char *point;   /* mount point, unescaped */
+        const char *fstype;  /* "ext4", "cgroup2", "overlay" ... */
+        const char *source;  /* "/dev/loop3", "overlay" ..., unescaped */
+        const char *options; /* per-superblock options */
+};
+
+int app_mountinfo_foreach(const char *mountinfo, int (*fn)(const struct app_mount *m, void *userdata),
+                          void *userdata, struct na_error *err);
+
+/*
+ * The top mount at point (compared as given: pass a canonical path): its fstype and
+ * source (each may be NULL; caller frees). -ENOENT (err not set) when nothing is
+ * mounted there.
+ */
+int app_mountinfo_find(const char *mountinfo, const char *point, char **ret_fstype, char **ret_source,
+                       struct na_error *err);
