@@ -1,0 +1,377 @@
+#!/usr/bin/python3
+"""app_registry_pull against a real registry on loopback (Debian's docker-registry over
+TLS from a test CA, images pushed with skopeo), through tests/app-registry/registry-pull.
+
+    test_registry.py REGISTRY_PULL CASE      exit 0 pass, 1 fail, 77 a needed binary is missing
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+import registry_fixture as fx  # noqa: E402
+from nodeagent_harness import SRC, certs_dir  # noqa: E402
+
+TOOL = None
+
+
+class Skip(Exception):
+    pass
+
+
+def need(*paths):
+    for p in paths:
+        if not os.path.exists(p):
+            raise Skip(f"{p} is not installed")
+
+
+def pull(images, image, url, ca=None, user=None, password=None, insecure=False, stop_at=None):
+    args = [TOOL, "--url", url]
+    if ca:
+        args += ["--ca", ca]
+    if user is not None:
+        args += ["--user", user, "--password", password]
+    if insecure:
+        args += ["--insecure"]
+    if stop_at is not None:
+        args += ["--stop-at", str(stop_at)]
+    r = subprocess.run(args + [images, image], capture_output=True, text=True, timeout=120)
+    out = json.loads(r.stdout)
+    assert (r.returncode == 0) == ("digest" in out), (r.returncode, r.stdout, r.stderr)
+    return out, r.stderr
+
+
+def fails(out, code, reason=None):
+    assert out.get("code") == code, out
+    if reason:
+        assert out.get("details", {}).get("reason") == reason, out
+    return out
+
+
+def check_layout(layout, tag, digest):
+    """Every blob matches its name, no temporary file is left, index.json names the
+    manifest (by tag, or without annotation for a digest pull) and it is complete."""
+    blobs = os.path.join(layout, "blobs", "sha256")
+    names = os.listdir(blobs)
+    for n in names:
+        assert not n.startswith("."), f"temporary file left: {n}"
+        with open(os.path.join(blobs, n), "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == n, f"blob {n} does not match its digest"
+    with open(os.path.join(layout, "oci-layout")) as f:
+        assert json.load(f)["imageLayoutVersion"] == "1.0.0"
+    with open(os.path.join(layout, "index.json")) as f:
+        index = json.load(f)
+    entries = [m for m in index["manifests"] if m["digest"] == digest]
+    if tag:
+        assert [m for m in index["manifests"] if m.get("annotations", {}).get(fx.REF_NAME) == tag] == entries, index
+    assert len(entries) == 1, index
+    with open(os.path.join(blobs, digest.split(":")[1]), "rb") as f:
+        raw = f.read()
+    assert entries[0]["size"] == len(raw)
+    manifest = json.loads(raw)
+    assert entries[0]["mediaType"] == manifest["mediaType"]
+    for d in [manifest["config"]] + manifest["layers"]:
+        assert d["digest"].split(":")[1] in names, f"{d['digest']} missing"
+    return manifest
+
+
+def inodes(layout):
+    blobs = os.path.join(layout, "blobs", "sha256")
+    return {n: os.stat(os.path.join(blobs, n)).st_ino for n in os.listdir(blobs)}
+
+
+class Env:
+    """A temporary directory, the test CA, and what a case starts (stopped by close)."""
+
+    def __init__(self):
+        need(fx.REGISTRY, fx.SKOPEO, fx.OPENSSL)
+        self.tmp = tempfile.mkdtemp(prefix="na-registry-")
+        self.certs = certs_dir()
+        self.ca = os.path.join(self.certs, "ca.pem")
+        self.started = []
+
+    def start(self, thing):
+        self.started.append(thing)
+        return thing
+
+    def registry(self, name="registry", **kw):
+        return self.start(fx.Registry(self.tmp, self.certs, name, **kw))
+
+    def layout(self, name, tag, **kw):
+        path = os.path.join(self.tmp, "src-" + name)
+        fx.make_layout(path, tag, **kw)
+        return path
+
+    def images(self, name):
+        return os.path.join(self.tmp, "images-" + name)
+
+    def close(self, ok):
+        for thing in reversed(self.started):
+            thing.close()
+        if ok:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        else:
+            print(f"left {self.tmp} for a look")
+
+
+def case_tag_and_digest(env):
+    reg = env.registry()
+    src = os.path.join(env.tmp, "src-mkimage")
+    how = fx.mkimage_layout(SRC, src, "1.0")
+    print(f"source layout by {how}")
+    reg.push(src, "1.0", "test/app:1.0")
+    reg.push(src, "1.0", "test/app:docker", fmt="v2s2")
+
+    images = env.images("a")
+    out, progress = pull(images, "test/app:1.0", reg.url, ca=env.ca)
+    layout = os.path.join(images, "test", "app")
+    m = check_layout(layout, "1.0", out["digest"])
+    assert m["mediaType"] == fx.OCI_MANIFEST
+    assert out["bytes"] == sum(d["size"] for d in [m["config"]] + m["layers"]) + \
+        os.path.getsize(os.path.join(layout, "blobs", "sha256", out["digest"][7:]))
+    assert "pulling-image 100 " in progress and " of " in progress, progress
+    # skopeo reads what we wrote.
+    r = subprocess.run([fx.SKOPEO, "inspect", "--raw", f"oci:{layout}:1.0"], capture_output=True, timeout=60)
+    assert r.returncode == 0 and hashlib.sha256(r.stdout).hexdigest() == out["digest"][7:], r.stderr
+
+    # Again: nothing is downloaded again (same files), the entry stays single.
+    before = inodes(layout)
+    again, _ = pull(images, "test/app:1.0", reg.url, ca=env.ca)
+    assert again == out and inodes(layout) == before
+    check_layout(layout, "1.0", out["digest"])
+
+    # A blob damaged in the store is fetched again.
+    victim = m["layers"][-1]["digest"][7:]
+    with open(os.path.join(layout, "blobs", "sha256", victim), "r+b") as f:
+        f.write(b"X")
+    pull(images, "test/app:1.0", reg.url, ca=env.ca)
+    check_layout(layout, "1.0", out["digest"])
+
+    # The Docker schema 2 form of the same image, as a second tag of the layout.
+    docker, _ = pull(images, "test/app:docker", reg.url, ca=env.ca)
+    dm = check_layout(layout, "docker", docker["digest"])
+    assert dm["mediaType"] == fx.DOCKER_MANIFEST
+    check_layout(layout, "1.0", out["digest"])
+
+    # By digest into a fresh store: the entry has no tag.
+    images2 = env.images("b")
+    by_digest, _ = pull(images2, "test/app@" + out["digest"], reg.url, ca=env.ca)
+    assert by_digest == out
+    check_layout(os.path.join(images2, "test", "app"), None, out["digest"])
+    with open(os.path.join(images2, "test", "app", "index.json")) as f:
+        assert "annotations" not in json.load(f)["manifests"][0]
+
+    # A digest the registry does not have, and a path prefix in the URL that is not a registry.
+    fails(pull(images2, "test/app@sha256:" + "0" * 64, reg.url, ca=env.ca)[0], "IMAGE_NOT_FOUND")
+    fails(pull(images2, "test/app:1.0", reg.url + "/prefix/", ca=env.ca)[0], "IMAGE_NOT_FOUND")
+
+
+def _push_index(reg, name, tag, media_type, children):
+    """An index / manifest list over pushed single-platform manifests."""
+    entries = []
+    for ref, arch, accept in children:
+        raw = reg.manifest(name, ref, accept)
+        entries.append({"mediaType": accept, "digest": "sha256:" + hashlib.sha256(raw).hexdigest(), "size": len(raw),
+                        "platform": {"architecture": arch, "os": "linux"}})
+    body = json.dumps({"schemaVersion": 2, "mediaType": media_type, "manifests": entries}).encode()
+    digest = reg.put_manifest(name, tag, media_type, body)
+    assert digest == "sha256:" + hashlib.sha256(body).hexdigest()
+    return digest, {e["platform"]["architecture"]: e["digest"] for e in entries}
+
+
+def case_index(env):
+    reg = env.registry()
+    arm = env.layout("arm", "1", arch="arm64", big=64 << 10, text=b"arm\n")
+    amd = env.layout("amd", "1", arch="amd64", big=64 << 10, text=b"amd\n")
+    for fmt, suffix in ((None, "oci"), ("v2s2", "docker")):
+        reg.push(arm, "1", f"test/multi:arm64-{suffix}", fmt=fmt)
+        reg.push(amd, "1", f"test/multi:amd64-{suffix}", fmt=fmt)
+    for tag, media, child in (("oci", fx.OCI_INDEX, fx.OCI_MANIFEST), ("list", fx.DOCKER_LIST, fx.DOCKER_MANIFEST)):
+        suffix = "oci" if tag == "oci" else "docker"
+        idx, by_arch = _push_index(reg, "test/multi", tag, media,
+                                   [(f"arm64-{suffix}", "arm64", child), (f"amd64-{suffix}", "amd64", child)])
+        images = env.images(tag)
+        layout = os.path.join(images, "test", "multi")
+        out, _ = pull(images, f"test/multi:{tag}", reg.url, ca=env.ca)
+        assert out["digest"] == by_arch["amd64"], (out, by_arch)
+        m = check_layout(layout, tag, out["digest"])
+        with open(os.path.join(layout, "blobs", "sha256", m["config"]["digest"][7:])) as f:
+            assert json.load(f)["architecture"] == "amd64"
+        blobs = os.listdir(os.path.join(layout, "blobs", "sha256"))
+        assert by_arch["arm64"][7:] not in blobs
+        assert idx[7:] in blobs  # the index itself is kept
+        # By the index's digest: the same image, entry without a tag.
+        images2 = env.images(tag + "-digest")
+        out2, _ = pull(images2, f"test/multi@{idx}", reg.url, ca=env.ca)
+        assert out2 == out
+        check_layout(os.path.join(images2, "test", "multi"), None, out["digest"])
+
+
+def case_not_found(env):
+    reg = env.registry()
+    reg.push(env.layout("a", "1.0", big=1024), "1.0", "test/app:1.0")
+    images = env.images("a")
+    for image in ("test/app:nope", "nosuch/repo:1.0"):
+        out = fails(pull(images, image, reg.url, ca=env.ca)[0], "IMAGE_NOT_FOUND")
+        assert image in out["error"] and reg.url in out["error"], out
+        assert out["details"]["image"] == image and out["details"]["registry"] == reg.url
+        assert out["httpStatus"] == 404
+    assert not os.path.exists(os.path.join(images, "test")), os.listdir(images)
+    assert not os.path.exists(os.path.join(images, "nosuch"))
+
+
+def case_tls(env):
+    reg = env.registry()
+    reg.push(env.layout("a", "1.0", big=1024), "1.0", "test/app:1.0")
+    images = env.images("a")
+    # An unrelated CA, and the system's bundle: both refuse the test CA's certificate.
+    out = fails(pull(images, "test/app:1.0", reg.url, ca=os.path.join(env.certs, "other-ca.pem"))[0], "DRIVER_ERROR", "tls")
+    assert reg.url in out["error"] and "test/app:1.0" in out["error"], out
+    fails(pull(images, "test/app:1.0", reg.url)[0], "DRIVER_ERROR", "tls")
+    assert not os.path.exists(os.path.join(images, "test"))
+    # Plain http: refused without the option, and refused to a host that is not loopback.
+    plain = env.registry("plain", tls=False)
+    plain.push(env.layout("b", "1.0", big=1024), "1.0", "test/app:1.0")
+    fails(pull(images, "test/app:1.0", plain.url)[0], "VALIDATION_ERROR")
+    fails(pull(images, "test/app:1.0", "http://registry.example.net", insecure=True)[0], "VALIDATION_ERROR")
+    fails(pull(images, "test/app:1.0", "ftp://127.0.0.1/")[0], "VALIDATION_ERROR")
+    out, _ = pull(images, "test/app:1.0", plain.url, insecure=True)
+    check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
+
+
+def case_basic_auth(env):
+    need(fx.HTPASSWD)
+    htpasswd = os.path.join(env.tmp, "htpasswd")
+    subprocess.run([fx.HTPASSWD, "-B", "-b", "-c", htpasswd, "puller", "s3cret:with colon"], check=True,
+                   capture_output=True)
+    reg = env.registry(htpasswd=htpasswd)
+    reg.push(env.layout("a", "1.0", big=1024), "1.0", "test/app:1.0", creds="puller:s3cret:with colon")
+    images = env.images("a")
+    out = fails(pull(images, "test/app:1.0", reg.url, ca=env.ca)[0], "DRIVER_ERROR", "unauthorized")
+    assert "none are configured" in out["error"], out
+    out = fails(pull(images, "test/app:1.0", reg.url, ca=env.ca, user="puller", password="wrong")[0],
+                "DRIVER_ERROR", "unauthorized")
+    assert "test/app:1.0" in out["error"] and reg.url in out["error"]
+    assert not os.path.exists(os.path.join(images, "test"))
+    fails(pull(images, "test/app:1.0", reg.url, ca=env.ca, user="pul:ler", password="x")[0], "VALIDATION_ERROR")
+    out, _ = pull(images, "test/app:1.0", reg.url, ca=env.ca, user="puller", password="s3cret:with colon")
+    check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
+
+
+def case_token_auth(env):
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        raise Skip("python3-cryptography is not installed")
+    token = env.start(fx.TokenService(env.tmp, env.certs, {"puller": "pw"}, "test-registry", "test-issuer"))
+    reg = env.registry(token=token)
+    reg.push(env.layout("a", "1.0", big=256 << 10), "1.0", "test/app:1.0", creds="puller:pw")
+    images = env.images("a")
+    token.requests.clear()
+    out, _ = pull(images, "test/app:1.0", reg.url, ca=env.ca, user="puller", password="pw")
+    check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
+    assert token.requests and all(a and a.startswith("Basic ") for _, a in token.requests), token.requests
+    assert "scope=repository%3Atest%2Fapp%3Apull" in token.requests[0][0], token.requests
+    images2 = env.images("b")
+    fails(pull(images2, "test/app:1.0", reg.url, ca=env.ca, user="puller", password="nope")[0],
+          "DRIVER_ERROR", "unauthorized")
+    fails(pull(images2, "test/app:1.0", reg.url, ca=env.ca)[0], "DRIVER_ERROR", "unauthorized")
+    assert not os.path.exists(os.path.join(images2, "test"))
+
+
+def case_corrupt(env):
+    reg = env.registry()
+    reg.push(env.layout("good", "good", big=64 << 10, text=b"good\n"), "good", "test/c:good")
+    bad_src = env.layout("bad", "bad", big=1 << 20, text=b"bad\n")
+    reg.push(bad_src, "bad", "test/c:bad")
+    with open(os.path.join(bad_src, "index.json")) as f:
+        mdigest = json.load(f)["manifests"][0]["digest"]
+    with open(os.path.join(bad_src, "blobs", "sha256", mdigest[7:])) as f:
+        big = json.load(f)["layers"][0]["digest"]
+    with open(reg.blob_path(big), "r+b") as f:  # same size, other content
+        f.seek(1000)
+        f.write(b"corrupted")
+
+    # Into a fresh store: refused, and nothing of the layout is left.
+    images = env.images("fresh")
+    out = fails(pull(images, "test/c:bad", reg.url, ca=env.ca)[0], "DRIVER_ERROR", "digest-mismatch")
+    assert big in out["error"], out
+    assert not os.path.exists(os.path.join(images, "test")), os.listdir(os.path.join(images, "test"))
+
+    # Into a layout that holds another tag: its blobs and index.json are as before.
+    images = env.images("existing")
+    good, _ = pull(images, "test/c:good", reg.url, ca=env.ca)
+    layout = os.path.join(images, "test", "c")
+    before = inodes(layout)
+    with open(os.path.join(layout, "index.json")) as f:
+        index_before = f.read()
+    fails(pull(images, "test/c:bad", reg.url, ca=env.ca)[0], "DRIVER_ERROR", "digest-mismatch")
+    assert inodes(layout) == before, (sorted(before), sorted(inodes(layout)))
+    with open(os.path.join(layout, "index.json")) as f:
+        assert f.read() == index_before
+    check_layout(layout, "good", good["digest"])
+
+
+def case_dropped(env):
+    reg = env.registry()
+    src = env.layout("a", "1.0", big=6 << 20)
+    reg.push(src, "1.0", "test/app:1.0")
+    proxy = env.start(fx.CuttingProxy(reg.port, 2 << 20))
+    images = env.images("a")
+    out, progress = pull(images, "test/app:1.0", f"https://127.0.0.1:{proxy.port}", ca=env.ca)
+    assert proxy.cuts == 1 and proxy.connections >= 2, (proxy.cuts, proxy.connections)
+    check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
+    # Resumed, not restarted: the byte count never went back.
+    done = [float(line.split()[2]) for line in progress.splitlines() if line.count(" of ") == 1]
+    assert done == sorted(done), progress
+
+
+def case_stop(env):
+    reg = env.registry()
+    reg.push(env.layout("a", "1.0", big=4 << 20), "1.0", "test/app:1.0")
+    images = env.images("a")
+    out = fails(pull(images, "test/app:1.0", reg.url, ca=env.ca, stop_at=40)[0], "JOB_CANCELLED")
+    assert "stopped at" in out["error"]
+    assert not os.path.exists(os.path.join(images, "test"))
+    out, _ = pull(images, "test/app:1.0", reg.url, ca=env.ca)
+    check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    global TOOL
+    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
+        sys.stderr.write("usage: %s REGISTRY_PULL {%s}\n" % (sys.argv[0], "|".join(CASES)))
+        return 2
+    TOOL = sys.argv[1]
+    for k in [k for k in os.environ if k.lower().endswith("_proxy")]:
+        del os.environ[k]
+    try:
+        env = Env()
+    except Skip as e:
+        print(f"SKIP {sys.argv[2]}: {e}")
+        return 77
+    ok = False
+    try:
+        CASES[sys.argv[2]](env)
+        ok = True
+    except Skip as e:
+        print(f"SKIP {sys.argv[2]}: {e}")
+        return 77
+    finally:
+        env.close(ok)
+    print(f"PASS {sys.argv[2]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
