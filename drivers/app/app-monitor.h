@@ -1,0 +1,112 @@
+/*
+ * The agent's side of nodeagent-monitor (monitor/), the process that owns one running
+ * app's stdio, writes its output ring (app-ring.h) and records its exit.
+ *
+ * Start: app_monitor_spawn() double-forks the monitor (it is never the agent's child,
+ * so it outlives an agent that dies or is killed), waits for "ok <container pid>" or
+ * crun's error on a status pipe, and returns. The monitor then lives until the
+ * container's init ends; SIGTERM does not stop it (stop containers with `crun kill`).
+ *
+ * Files in the app directory while and after it runs:
+ *   monitor.pid    the monitor's pid, flock'ed by it while it lives
+ *   monitor.sock   SOCK_SEQPACKET, mode 0600, while it lives
+ *   container.pid  the container's init pid (crun --pid-file), while it runs
+ *   started        "at_ms=T" once --started-pattern matched an output line
+ *   exit           "code=N signal=S oom=0|1 at_ms=T", written atomically at the end
+ *   output.*       the ring
+ * A re-attaching agent: app_monitor_alive() → app_monitor_connect(); otherwise
+ * app_monitor_read_exit() (and `crun delete --force` in case the monitor was killed).
+ *
+ * Wire format on monitor.sock (one message per packet, no terminator):
+ *   client → monitor   L<text>   a console line: text + "\n" to the container's stdin
+ *                      S<text>   a system line into the ring
+ *   monitor → client   K         the last L/S was accepted
+ *                      E<reason> it was refused (stdin closed, its 64 KiB buffer full, bad text)
+ *                      O<seq>    new output: the next seq the ring will write (coalesced;
+ *                                also sent on connect)
+ *                      R         the started pattern matched (also on connect when it had)
+ *                      X<code> <signal>  the container ended (code 128+S when killed by S);
+ *                                the monitor then closes every connection and exits
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+struct app_monitor_spec {
+        const char *monitor_path;    /* absolute path of nodeagent-monitor */
+        const char *dir;             /* the app's directory (absolute) */
+        const char *id;              /* the container id, unique on the node */
+        const char *runtime;         /* absolute path of crun */
+        const char *runtime_root;    /* crun --root */
+        const char *bundle;          /* the OCI bundle (config.json with process.terminal false) */
+        bool private_cgroup_ns;      /* run crun with /sys/fs/cgroup/unified unmounted (hybrid hosts) */
+        const char *started_pattern; /* POSIX ERE over output lines, or NULL */
+        size_t ring_bytes;           /* ring segment size, 0 for the default */
+        int timeout_ms;              /* how long to wait for the container to start; 0: 75 s */
+};
+
+/*
+ * Start the monitor (which starts the container) and wait until the container runs.
+ * Either pid pointer may be NULL. A start that fails is DRIVER_ERROR naming the app,
+ * with crun's message in details.reason; the monitor has then exited.
+ */
+int app_monitor_spawn(const struct app_monitor_spec *spec, pid_t *ret_monitor_pid, pid_t *ret_container_pid,
+                      struct na_error *err);
+
+/* A non-blocking, close-on-exec connection to dir/monitor.sock (INVALID_STATE when no monitor listens). */
+int app_monitor_connect(const char *dir, int *ret_fd, struct na_error *err);
+
+/* Send one L or S message on a connection (non-blocking; -EAGAIN when the socket is full). */
+int app_monitor_send(int fd, char type, const char *text, size_t len, struct na_error *err);
+
+/*
+ * One round trip on a fresh connection: send the console line (at most 4096 bytes,
+ * no NUL or newline: VALIDATION_ERROR on "line") and wait up to 2 s for the answer.
+ * A refusal is INVALID_STATE with the monitor's reason.
+ */
+int app_monitor_send_line(const char *dir, const char *line, struct na_error *err);
+/* The same for a system line in the ring (the agent may also use app_ring_append_once). */
+int app_monitor_send_system(const char *dir, const char *text, struct na_error *err);
+
+enum app_monitor_msg_type {
+        APP_MONITOR_MSG_OUTPUT = 'O',
+        APP_MONITOR_MSG_STARTED = 'R',
+        APP_MONITOR_MSG_EXIT = 'X',
+        APP_MONITOR_MSG_ACK = 'K',
+        APP_MONITOR_MSG_REFUSED = 'E',
+};
+
+struct app_monitor_msg {
+        enum app_monitor_msg_type type;
+        uint64_t next_seq;   /* OUTPUT */
+        int exit_code;       /* EXIT */
+        int exit_signal;     /* EXIT, 0 when it exited by itself */
+        char reason[256];    /* REFUSED */
+};
+
+/* Parse one packet read from the monitor (-EBADMSG and an error for anything else). */
+int app_monitor_parse_message(const void *buf, size_t len, struct app_monitor_msg *ret, struct na_error *err);
+
+struct app_exit {
+        int code;    /* exit code, or 128 + signal */
+        int signal;  /* 0 when it exited by itself */
+        bool oom;    /* the kernel's OOM killer killed it */
+        int64_t at_ms;
+};
+
+/* The exit record of the last run: 0 and *ret, -ENOENT (no error set) when there is none. */
+int app_monitor_read_exit(const char *dir, struct app_exit *ret, struct na_error *err);
+
+/* Has the started pattern matched in the current run? */
+bool app_monitor_started(const char *dir);
+
+/*
+ * Does a monitor live for dir? Its monitor.pid is locked, names a live process, and
+ * that process is nodeagent-monitor (so a recycled pid is not mistaken for it).
+ */
+bool app_monitor_alive(const char *dir, pid_t *ret_pid);

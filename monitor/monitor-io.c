@@ -1,0 +1,185 @@
+/* nodeagent-monitor: the container's output into ring lines (split, cut, partial flush, started pattern) and console lines into its stdin. */
+#include "monitor/monitor.h"
+
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+
+#define READ_CHUNK 8192u
+#define READ_BUDGET (64u * 1024u) /* per readiness event, so one stream cannot starve the rest */
+
+static void started_matched(struct monitor *m)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        char text[64];
+        snprintf(text, sizeof(text), "at_ms=%lld\n", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+        mon_write_file(m->dirfd, "started", text);
+        m->started = true;
+        mon_notify(m, MON_PEND_STARTED);
+}
+
+/* The buffered line of s into the ring (the monitor has nowhere to report a failed append: the line is lost). */
+static void emit(struct monitor *m, struct mon_stream *s)
+{
+        struct na_error err = NA_ERROR_INIT;
+        app_ring_append(m->ring, s->stream, s->buf, s->len, NULL, &err);
+        if (m->have_re && !m->started) {
+                s->buf[s->len] = '\0';
+                if (regexec(&m->started_re, s->buf, 0, NULL, 0) == 0)
+                        started_matched(m);
+        }
+        s->len = 0;
+}
+
+static void arm_timer(struct monitor *m)
+{
+        if (m->timer_armed)
+                return;
+        struct itimerspec its = { .it_value = { .tv_nsec = MON_PARTIAL_FLUSH_MS * 1000000L } };
+        if (timerfd_settime(m->timerfd, 0, &its, NULL) == 0)
+                m->timer_armed = true;
+}
+
+static void feed(struct monitor *m, struct mon_stream *s, const char *p, size_t n)
+{
+        while (n > 0) {
+                const char *nl = memchr(p, '\n', n);
+                size_t take = nl ? (size_t)(nl - p) : n;
+                bool ends = nl != NULL;
+                if (take > APP_RING_TEXT_MAX - s->len) {
+                        take = APP_RING_TEXT_MAX - s->len;
+                        ends = false;
+                }
+                memcpy(s->buf + s->len, p, take);
+                s->len += take;
+                p += take;
+                n -= take;
+                if (take > 0)
+                        s->after_partial = false;
+                if (ends) {
+                        p++;
+                        n--;
+                        if (s->after_partial)
+                                s->after_partial = false; /* the newline that ends a flushed prompt */
+                        else
+                                emit(m, s);
+                } else if (s->len == APP_RING_TEXT_MAX)
+                        emit(m, s);
+        }
+        if (s->len > 0)
+                arm_timer(m);
+}
+
+static void stream_close(struct monitor *m, struct mon_stream *s)
+{
+        if (s->len > 0)
+                emit(m, s);
+        epoll_ctl(m->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+        closep(&s->fd);
+        s->fd = -1;
+}
+
+static void stream_read(struct monitor *m, struct mon_stream *s, size_t budget)
+{
+        static char chunk[READ_CHUNK];
+        size_t done = 0;
+        while (s->fd >= 0 && done < budget) {
+                ssize_t n = read(s->fd, chunk, sizeof(chunk));
+                if (n > 0) {
+                        feed(m, s, chunk, (size_t)n);
+                        done += (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                stream_close(m, s); /* EOF or a read error */
+        }
+}
+
+void mon_output_readable(struct monitor *m, int index)
+{
+        stream_read(m, &m->out[index], READ_BUDGET);
+}
+
+void mon_output_flush_partial(struct monitor *m)
+{
+        uint64_t expirations;
+        (void)!read(m->timerfd, &expirations, sizeof(expirations));
+        m->timer_armed = false;
+        for (int i = 0; i < 2; i++)
+                if (m->out[i].len > 0) {
+                        emit(m, &m->out[i]);
+                        m->out[i].after_partial = true;
+                }
+}
+
+/* Everything still in the pipes (after the container ended), then the unfinished lines. */
+void mon_output_drain(struct monitor *m)
+{
+        for (int i = 0; i < 2; i++)
+                stream_read(m, &m->out[i], SIZE_MAX);
+        for (int i = 0; i < 2; i++)
+                if (m->out[i].len > 0)
+                        emit(m, &m->out[i]);
+}
+
+void mon_system_line(struct monitor *m, const char *text, size_t len)
+{
+        struct na_error err = NA_ERROR_INIT;
+        app_ring_append(m->ring, APP_RING_SYSTEM, text, len, NULL, &err);
+}
+
+static void stdin_close(struct monitor *m)
+{
+        epoll_ctl(m->epfd, EPOLL_CTL_DEL, m->stdin_fd, NULL);
+        closep(&m->stdin_fd);
+        m->stdin_fd = -1;
+        m->stdin_len = 0;
+}
+
+static void stdin_write(struct monitor *m)
+{
+        while (m->stdin_fd >= 0 && m->stdin_len > 0) {
+                ssize_t n = write(m->stdin_fd, m->stdin_buf, m->stdin_len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        break;
+                if (n <= 0) {
+                        stdin_close(m); /* EPIPE: the container closed its stdin */
+                        return;
+                }
+                memmove(m->stdin_buf, m->stdin_buf + n, m->stdin_len - (size_t)n);
+                m->stdin_len -= (size_t)n;
+        }
+        if (m->stdin_fd >= 0)
+                mon_epoll_mod(m, EPOLL_CTL_MOD, m->stdin_fd, m->stdin_len > 0 ? EPOLLOUT : 0,
+                              MON_TAG(MON_TAG_STDIN, 0));
+}
+
+void mon_stdin_event(struct monitor *m, uint32_t events)
+{
+        if ((events & (EPOLLERR | EPOLLHUP)) && m->stdin_len == 0)
+                stdin_close(m); /* the container closed its stdin */
+        else
+                stdin_write(m);
+}
+
+const char *mon_stdin_queue(struct monitor *m, const char *text, size_t len)
+{
+        if (m->stdin_fd < 0)
+                return "stdin is closed";
+        if (len + 1 > MON_STDIN_BUF - m->stdin_len)
+                return "stdin buffer is full";
+        memcpy(m->stdin_buf + m->stdin_len, text, len);
+        m->stdin_buf[m->stdin_len + len] = '\n';
+        m->stdin_len += len + 1;
+        stdin_write(m);
+        if (m->stdin_fd < 0)
+                return "stdin is closed";
+        return NULL;
+}

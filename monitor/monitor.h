@@ -1,0 +1,112 @@
+/*
+ * nodeagent-monitor's shared state (internal to monitor/): one running app's
+ * container, its stdio pipes, its output ring and the clients of APPDIR/monitor.sock.
+ * monitor.c parses the command line and runs the loop; monitor-run.c starts and
+ * deletes the container with crun; monitor-io.c turns output into ring lines and
+ * feeds stdin; monitor-clients.c serves the socket. The wire format is described in
+ * drivers/app/app-monitor.h, the agent's side.
+ */
+#pragma once
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "drivers/app/app-ring.h"
+
+#define MON_CLIENTS_MAX 16
+#define MON_STDIN_BUF (64u * 1024u)
+#define MON_MSG_MAX 4200u          /* largest client message: 'L' + 4096 bytes + slack */
+#define MON_LINE_MAX 4096u         /* console line text */
+#define MON_PARTIAL_FLUSH_MS 100
+#define MON_START_TIMEOUT_MS 60000
+#define MON_DELETE_TIMEOUT_MS 30000
+
+/* epoll tags: kind in the high half, index in the low half. */
+enum mon_tag {
+        MON_TAG_OUT = 1, /* index 0 stdout, 1 stderr */
+        MON_TAG_STDIN,
+        MON_TAG_SIGNAL,
+        MON_TAG_TIMER,
+        MON_TAG_LISTEN,
+        MON_TAG_CLIENT, /* index into clients */
+};
+#define MON_TAG(kind, index) (((uint64_t)(kind) << 32) | (uint32_t)(index))
+
+/* What a client is still owed (sent when its socket has room). */
+enum {
+        MON_PEND_OUTPUT = 1u << 0,
+        MON_PEND_STARTED = 1u << 1,
+        MON_PEND_EXIT = 1u << 2,
+};
+
+struct mon_client {
+        int fd; /* -1 when the slot is free */
+        unsigned pending;
+};
+
+struct mon_stream {
+        int fd; /* read end of the container's stdout/stderr; -1 after EOF */
+        enum app_ring_stream stream;
+        size_t len; /* bytes of an unfinished line in buf */
+        bool after_partial; /* an unfinished line was flushed and nothing came since */
+        char buf[APP_RING_TEXT_MAX + 1];
+};
+
+struct monitor {
+        /* command line */
+        const char *dir, *id, *runtime, *runtime_root, *bundle, *started_pattern;
+        bool private_cgroup_ns;
+        size_t ring_bytes;
+        int status_fd;
+
+        int dirfd, pidfile_fd;
+        struct app_ring *ring;
+        pid_t container_pid;
+        char memory_cgroup[512]; /* the container's memory cgroup directory, "" when unknown */
+
+        int epfd, sigfd, timerfd, listen_fd;
+        bool timer_armed;
+
+        int stdin_fd; /* write end of the container's stdin; -1 once closed */
+        size_t stdin_len;
+        char *stdin_buf; /* MON_STDIN_BUF bytes */
+
+        struct mon_stream out[2];
+
+        regex_t started_re;
+        bool have_re, started;
+
+        uint64_t notified_seq; /* next seq as last announced to clients */
+        int exit_code, exit_signal;
+        bool exited;
+        struct mon_client clients[MON_CLIENTS_MAX];
+};
+
+/* monitor.c */
+int mon_epoll_mod(struct monitor *m, int op, int fd, uint32_t events, uint64_t tag);
+
+/* monitor-run.c */
+int mon_run_container(struct monitor *m, int fd_in, int fd_out, int fd_err, char *errbuf, size_t errlen);
+int mon_delete_container(struct monitor *m);
+void mon_find_memory_cgroup(struct monitor *m);
+bool mon_oom_killed(const struct monitor *m);
+int mon_write_file(int dirfd, const char *name, const char *text);
+
+/* monitor-io.c */
+void mon_output_readable(struct monitor *m, int index);
+void mon_output_flush_partial(struct monitor *m);
+void mon_output_drain(struct monitor *m);
+void mon_system_line(struct monitor *m, const char *text, size_t len);
+/* Queue a console line (text + '\n'); NULL or a reason to refuse it. */
+const char *mon_stdin_queue(struct monitor *m, const char *text, size_t len);
+void mon_stdin_event(struct monitor *m, uint32_t events);
+
+/* monitor-clients.c */
+int mon_listen(struct monitor *m, char *errbuf, size_t errlen);
+void mon_accept(struct monitor *m);
+void mon_client_event(struct monitor *m, int index, uint32_t events);
+void mon_notify(struct monitor *m, unsigned what);
+void mon_clients_close(struct monitor *m);
