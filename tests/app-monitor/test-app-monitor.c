@@ -304,6 +304,10 @@ static void report_rss(pid_t pid)
         print_message("nodeagent-monitor pid %d: VmRSS %ld kB (RssAnon %ld kB, RssFile %ld kB)\n", (int)pid, rss, anon,
                       file);
         free(status);
+        assert_true(rss > 0);
+#ifdef NA_MONITOR_RSS_MAX_KB
+        assert_true(rss <= NA_MONITOR_RSS_MAX_KB);
+#endif
 }
 
 static void test_output_console_exit(void **state)
