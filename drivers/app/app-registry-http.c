@@ -70,10 +70,12 @@ int reg_url_check(const struct reg_client *c, const char *url, const char *purpo
                 return reg_fail(c, "network", err, "%s: not a usable URL: %.200s", purpose, url);
         if (https)
                 return 0;
-        if (strncmp(origin, "http://", 7) == 0 && loopback && c->opt->allow_insecure_http)
+        /* Plain http: only to loopback, only when allowed, and only from a plain-http registry (never a downgrade). */
+        if (strncmp(origin, "http://", 7) == 0 && loopback && c->opt->allow_insecure_http &&
+            strncmp(c->origin, "http://", 7) == 0)
                 return 0;
-        return reg_fail(c, "network", err, "%s: refusing %.200s (https only; plain http only to a loopback host when allowed)",
-                        purpose, url);
+        return reg_fail(c, "network", err, "%s: refusing %.200s (https only; plain http only to a loopback host from a "
+                        "plain-http loopback registry, when allowed)", purpose, url);
 }
 
 void reg_response_done(struct reg_response *r)

@@ -4,7 +4,8 @@
  * blobs/sha256/<hex>), the same layout `skopeo copy docker://… oci:<dir>:<tag>` writes.
  *
  * Blocking (libcurl's easy interface): call it from a worker thread, never from the
- * event loop. TLS is always verified; plain http only to a loopback host and only with
+ * event loop, after the program's curl_global_init(). Thread-safe: one pull shares
+ * nothing with another. TLS is always verified; plain http only to a loopback host and only with
  * allow_insecure_http. Anonymous first; a 401 is answered with a bearer token from the
  * challenge's realm (basic credentials sent to the realm when configured) or with basic
  * credentials. Manifests, the config and the layers are stored exactly as served, each

@@ -175,7 +175,7 @@ class TokenService:
 class Registry:
     """docker-registry serving on 127.0.0.1 (TLS unless tls=False)."""
 
-    def __init__(self, tmp, certs, name, tls=True, htpasswd=None, token=None):
+    def __init__(self, tmp, certs, name, tls=True, htpasswd=None, token=None, redirect=None):
         self.port = free_port()
         self.certs, self.tls = certs, tls
         self.root = os.path.join(tmp, name + "-storage")
@@ -193,6 +193,8 @@ class Registry:
         if token:
             lines += ["auth:", "  token:", f"    realm: {token.realm}", f"    service: {token.service}",
                       f"    issuer: {token.issuer}", f"    rootcertbundle: {token.bundle}"]
+        if redirect:
+            lines += ["middleware:", "  storage:", "    - name: redirect", "      options:", f"        baseurl: {redirect}"]
         cfg = os.path.join(tmp, name + ".yml")
         with open(cfg, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -256,6 +258,59 @@ class Registry:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+class StorageServer:
+    """What a registry redirects blob GETs to (its `redirect` storage middleware): the
+    registry's storage directory over HTTPS (or plain http). It records every request;
+    with flaky=True it ignores Range and cuts its first answer halfway."""
+
+    def __init__(self, root, certs, tls=True, flaky=False):
+        import http.server
+        self.root, self.flaky = root, flaky
+        self.requests = []
+        self.port = free_port()
+        self.url = ("https" if tls else "http") + f"://127.0.0.1:{self.port}"
+        srv = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                path = os.path.normpath(os.path.join(srv.root, self.path.split("?")[0].lstrip("/")))
+                srv.requests.append((self.path, self.headers.get("Authorization"), self.headers.get("Range")))
+                if not path.startswith(srv.root + os.sep) or not os.path.isfile(path):
+                    self.send_error(404)
+                    return
+                with open(path, "rb") as f:
+                    data = f.read()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if srv.flaky and len(data) > 100000:
+                    srv.flaky = False
+                    self.wfile.write(data[:len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self.wfile.write(data)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), H)
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(os.path.join(certs, "server.pem"), os.path.join(certs, "server.key"))
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 class CuttingProxy:

@@ -318,6 +318,24 @@ def case_corrupt(env):
         assert f.read() == index_before
     check_layout(layout, "good", good["digest"])
 
+    # A manifest changed in the registry's storage (still JSON, same size): its digest
+    # no longer matches Docker-Content-Digest (by tag) or the reference (by digest).
+    man_src = env.layout("man", "1", big=1024, text=b"manifest\n")
+    reg.push(man_src, "1", "test/m:1")
+    with open(os.path.join(man_src, "index.json")) as f:
+        mdigest = json.load(f)["manifests"][0]["digest"]
+    with open(reg.blob_path(mdigest), "rb") as f:
+        raw = f.read()
+    with open(os.path.join(man_src, "blobs", "sha256", mdigest[7:])) as f:
+        cdigest = json.load(f)["config"]["digest"]
+    other = cdigest[:-1] + ("0" if cdigest[-1] != "0" else "1")
+    with open(reg.blob_path(mdigest), "wb") as f:
+        f.write(raw.replace(cdigest.encode(), other.encode()))
+    images = env.images("manifest")
+    for image in ("test/m:1", "test/m@" + mdigest):
+        fails(pull(images, image, reg.url, ca=env.ca)[0], "DRIVER_ERROR", "digest-mismatch")
+    assert not os.path.exists(os.path.join(images, "test"))
+
 
 def case_dropped(env):
     reg = env.registry()
@@ -331,6 +349,39 @@ def case_dropped(env):
     # Resumed, not restarted: the byte count never went back.
     done = [float(line.split()[2]) for line in progress.splitlines() if line.count(" of ") == 1]
     assert done == sorted(done), progress
+
+
+def case_redirect(env):
+    """Blob GETs redirected to storage: credentials stay with the registry, a drop
+    where the storage ignores Range restarts the blob, a redirect to http is refused."""
+    need(fx.HTPASSWD)
+    htpasswd = os.path.join(env.tmp, "htpasswd")
+    subprocess.run([fx.HTPASSWD, "-B", "-b", "-c", htpasswd, "puller", "pw"], check=True, capture_output=True)
+    root = os.path.join(env.tmp, "registry-storage")
+    os.makedirs(root)
+    storage = env.start(fx.StorageServer(root, env.certs, flaky=True))
+    reg = env.registry(htpasswd=htpasswd, redirect=storage.url)
+    reg.push(env.layout("a", "1.0", big=1 << 20), "1.0", "test/app:1.0", creds="puller:pw")
+    storage.requests.clear()
+    images = env.images("a")
+    out, progress = pull(images, "test/app:1.0", reg.url, ca=env.ca, user="puller", password="pw")
+    check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
+    assert len(storage.requests) >= 4, storage.requests  # config, 2 layers, the big one again
+    assert all(auth is None for _, auth, _ in storage.requests), storage.requests
+    assert not storage.flaky, "the storage never cut a transfer"
+    assert any(rng for _, _, rng in storage.requests), storage.requests  # it asked to resume
+
+    # An https registry that redirects to plain http: refused, even with insecure http allowed.
+    plain_root = os.path.join(env.tmp, "registry2-storage")
+    os.makedirs(plain_root)
+    plain = env.start(fx.StorageServer(plain_root, env.certs, tls=False))
+    reg2 = env.registry("registry2", redirect=plain.url)
+    reg2.push(env.layout("b", "1.0", big=1024), "1.0", "test/app:1.0")
+    images = env.images("b")
+    out = fails(pull(images, "test/app:1.0", reg2.url, ca=env.ca, insecure=True)[0], "DRIVER_ERROR", "network")
+    assert "redirect" in out["error"] and plain.url in out["error"], out
+    assert not plain.requests, plain.requests
+    assert not os.path.exists(os.path.join(images, "test"))
 
 
 def case_stop(env):
