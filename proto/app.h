@@ -270,7 +270,8 @@ json_t *proto_app_image_encode(const struct proto_app_image_info *i);
 json_t *proto_app_image_list_encode(const struct proto_app_image_info *i, size_t n);
 
 /*
- * app.exited data: {exitCode, signal?, crashLoop}. signal (> 0) is named ("SIGKILL")
- * and exitCode is then 128 + signal; signal 0 leaves the key out.
+ * app.exited data: {exitCode, signal?, crashLoop}. signal 0: a normal exit with
+ * exit_code, no signal key. signal > 0: killed by it; exitCode is then 128 + signal
+ * (exit_code is not used) and signal its name ("SIGKILL", "SIG40").
  */
 json_t *proto_app_exited_encode(int exit_code, int signal, bool crash_loop);
