@@ -4,7 +4,7 @@
  * pattern, a console line echoed back, system lines, the exit code recorded, the
  * monitor surviving its spawner's SIGKILL (and a SIGTERM), a failed start reported
  * with crun's message, no zombie and no crun state left. Needs root, /usr/bin/crun
- * and /bin/busybox (busybox-static); returns 77 without them.
+ * (else 77) and /bin/busybox (busybox-static, from scripts/deps.sh).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -312,6 +312,7 @@ static void report_rss(pid_t pid)
 
 static void test_output_console_exit(void **state)
 {
+        char twin_id[96];
         struct app a;
         app_init(&a, "console",
                  "echo hello; echo oops >&2; printf 'prompt> '; sleep 0.4; echo; echo 'server ready'; "
@@ -329,6 +330,17 @@ static void test_output_console_exit(void **state)
         int fd = -1;
         assert_int_equal(app_monitor_connect(a.dir, &fd, &err), 0);
         struct seen seen = { 0 };
+
+        /* One monitor per app directory: a second one refuses and leaves the first alone. */
+        struct app_monitor_spec twin = spec;
+        snprintf(twin_id, sizeof(twin_id), "%s-twin", a.id);
+        twin.id = twin_id;
+        assert_true(app_monitor_spawn(&twin, NULL, NULL, &err) < 0);
+        assert_non_null(strstr(err.message, "another monitor runs"));
+        na_error_clear(&err);
+        assert_true(app_monitor_alive(a.dir, &alive_pid));
+        assert_int_equal(alive_pid, mpid);
+        assert_false(crun_knows(twin_id));
 
         struct find f = wait_line(a.dir, "server ready", 5000);
         assert_true(f.seq > 0);
@@ -481,16 +493,51 @@ static void test_survives_spawner_kill(void **state)
         app_cleanup(&a);
 }
 
+/* A second run of the same app: its seq continues after the first run's, and last run's files are gone. */
+static void test_second_run_continues(void **state)
+{
+        struct app a;
+        app_init(&a, "rerun", "echo run; exit 5");
+        struct app_monitor_spec spec = app_spec(&a, "run");
+        struct na_error err = NA_ERROR_INIT;
+        uint64_t first_seq = 0;
+        for (int run = 0; run < 2; run++) {
+                pid_t mpid = 0;
+                if (app_monitor_spawn(&spec, &mpid, NULL, &err) < 0)
+                        fail_msg("spawn: %s", err.message);
+                assert_true(wait_monitor_gone(a.dir, mpid, 10000));
+                struct app_exit ex;
+                assert_int_equal(app_monitor_read_exit(a.dir, &ex, &err), 0);
+                assert_int_equal(ex.code, 5);
+                assert_true(app_monitor_started(a.dir));
+                uint64_t next = 0;
+                struct find f = { .text = "" };
+                assert_int_equal(app_ring_read(a.dir, 0, 100, 0, find_line, &f, &next, &err), 0);
+                assert_int_equal(f.lines, (size_t)(run + 1) * 2); /* "run" and "exited with code 5" per run */
+                if (run == 0)
+                        first_seq = next;
+                else
+                        assert_int_equal(next, first_seq + 2);
+                assert_false(crun_knows(a.id));
+        }
+        app_cleanup(&a);
+}
+
 int main(void)
 {
-        if (geteuid() != 0 || access(CRUN, X_OK) != 0 || access(BUSYBOX, X_OK) != 0) {
-                fprintf(stderr, "skipped: needs root, %s and %s\n", CRUN, BUSYBOX);
+        if (geteuid() != 0 || access(CRUN, X_OK) != 0) {
+                fprintf(stderr, "skipped: needs root and %s\n", CRUN);
                 return 77;
+        }
+        if (access(BUSYBOX, X_OK) != 0) {
+                fprintf(stderr, "%s is missing: install busybox-static (scripts/deps.sh)\n", BUSYBOX);
+                return 1;
         }
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_output_console_exit),
                 cmocka_unit_test(test_start_failure),
                 cmocka_unit_test(test_survives_spawner_kill),
+                cmocka_unit_test(test_second_run_continues),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
