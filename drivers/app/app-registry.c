@@ -159,7 +159,14 @@ static int pull(struct reg_client *c, const struct proto_image_ref *ref, const c
                 r = reg_layout_blob_store(&l, image.hex, image.body, image.len, err);
         if (r >= 0 && index.body)
                 r = reg_layout_blob_store(&l, index.hex, index.body, index.len, err);
-        if (r >= 0)
+        /*
+         * A tag names the platform's manifest (as skopeo writes it). A digest names what it
+         * named in the registry, so "<name>@<digest>" resolves in the layout: for an index,
+         * the index (readers pick the platform's manifest from it, as we did).
+         */
+        if (r >= 0 && ref->digest[0] && index.body)
+                r = reg_layout_finish(&l, index.media_type, index.hex, index.len, NULL, err);
+        else if (r >= 0)
                 r = reg_layout_finish(&l, image.media_type, image.hex, image.len, ref->digest[0] ? NULL : ref->tag, err);
         if (r >= 0)
                 r = reg_progress_add(&p, image.len, true, err);

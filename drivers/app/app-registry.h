@@ -12,10 +12,10 @@
  * verified against its digest while it streams to a temporary file; a dropped
  * connection is resumed with a Range request. An OCI index or a Docker manifest list
  * is resolved to the node's platform (linux/amd64 on x86-64) and only that image is
- * stored (the index blob itself is kept too, so a digest reference to it resolves).
- * Finally index.json gets the entry for the tag (annotation
- * org.opencontainers.image.ref.name), or, for a digest reference, an entry without
- * annotations. Concurrent pulls of one image serialize on a lock of the layout's
+ * stored, with the index blob itself. Finally index.json gets the entry for the tag
+ * (annotation org.opencontainers.image.ref.name) naming the platform's manifest, as
+ * skopeo writes it; a digest reference gets an entry without annotations for what
+ * the digest names (the index, when it names one), so "<name>@<digest>" resolves. Concurrent pulls of one image serialize on a lock of the layout's
  * directory (flock). When a pull fails, the blobs it wrote are removed again, and so
  * is the layout directory when the pull created it: nothing half-made stays.
  *

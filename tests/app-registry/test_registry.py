@@ -32,8 +32,8 @@ def need(*paths):
             raise Skip(f"{p} is not installed")
 
 
-def pull(images, image, url, ca=None, user=None, password=None, insecure=False, stop_at=None):
-    args = [TOOL, "--url", url]
+def pull(images, image, url, ca=None, user=None, password=None, insecure=False, stop_at=None, resolve=False):
+    args = [TOOL, "--url", url] + (["--resolve"] if resolve else [])
     if ca:
         args += ["--ca", ca]
     if user is not None:
@@ -130,7 +130,9 @@ def case_tag_and_digest(env):
     reg.push(src, "1.0", "test/app:docker", fmt="v2s2")
 
     images = env.images("a")
-    out, progress = pull(images, "test/app:1.0", reg.url, ca=env.ca)
+    out, progress = pull(images, "test/app:1.0", reg.url, ca=env.ca, resolve=True)
+    # The store's reader (app_image_resolve, every layer hashed) finds the same image.
+    assert out.pop("resolved") == out["digest"] and out.pop("resolvedBytes") == out["bytes"], out
     layout = os.path.join(images, "test", "app")
     m = check_layout(layout, "1.0", out["digest"])
     assert m["mediaType"] == fx.OCI_MANIFEST
@@ -155,14 +157,16 @@ def case_tag_and_digest(env):
     check_layout(layout, "1.0", out["digest"])
 
     # The Docker schema 2 form of the same image, as a second tag of the layout.
-    docker, _ = pull(images, "test/app:docker", reg.url, ca=env.ca)
+    docker, _ = pull(images, "test/app:docker", reg.url, ca=env.ca, resolve=True)
+    assert docker["resolved"] == docker["digest"], docker
     dm = check_layout(layout, "docker", docker["digest"])
     assert dm["mediaType"] == fx.DOCKER_MANIFEST
     check_layout(layout, "1.0", out["digest"])
 
     # By digest into a fresh store: the entry has no tag.
     images2 = env.images("b")
-    by_digest, _ = pull(images2, "test/app@" + out["digest"], reg.url, ca=env.ca)
+    by_digest, _ = pull(images2, "test/app@" + out["digest"], reg.url, ca=env.ca, resolve=True)
+    assert by_digest.pop("resolved") == out["digest"] and by_digest.pop("resolvedBytes") == out["bytes"]
     assert by_digest == out
     check_layout(os.path.join(images2, "test", "app"), None, out["digest"])
     with open(os.path.join(images2, "test", "app", "index.json")) as f:
@@ -199,19 +203,31 @@ def case_index(env):
                                    [(f"arm64-{suffix}", "arm64", child), (f"amd64-{suffix}", "amd64", child)])
         images = env.images(tag)
         layout = os.path.join(images, "test", "multi")
-        out, _ = pull(images, f"test/multi:{tag}", reg.url, ca=env.ca)
-        assert out["digest"] == by_arch["amd64"], (out, by_arch)
+        out, _ = pull(images, f"test/multi:{tag}", reg.url, ca=env.ca, resolve=True)
+        assert out["digest"] == by_arch["amd64"] and out.pop("resolved") == out["digest"], (out, by_arch)
+        out.pop("resolvedBytes")
         m = check_layout(layout, tag, out["digest"])
         with open(os.path.join(layout, "blobs", "sha256", m["config"]["digest"][7:])) as f:
             assert json.load(f)["architecture"] == "amd64"
         blobs = os.listdir(os.path.join(layout, "blobs", "sha256"))
         assert by_arch["arm64"][7:] not in blobs
         assert idx[7:] in blobs  # the index itself is kept
-        # By the index's digest: the same image, entry without a tag.
+        # By the index's digest: the same image; the entry (without a tag) names the index,
+        # so "test/multi@<index digest>" resolves in the layout.
         images2 = env.images(tag + "-digest")
-        out2, _ = pull(images2, f"test/multi@{idx}", reg.url, ca=env.ca)
+        layout2 = os.path.join(images2, "test", "multi")
+        out2, _ = pull(images2, f"test/multi@{idx}", reg.url, ca=env.ca, resolve=True)
+        assert out2.pop("resolved") == out["digest"], out2  # the reader picks the same platform manifest
+        out2.pop("resolvedBytes")
         assert out2 == out
-        check_layout(os.path.join(images2, "test", "multi"), None, out["digest"])
+        with open(os.path.join(layout2, "index.json")) as f:
+            entries = json.load(f)["manifests"]
+        assert [(e["digest"], e["mediaType"], "annotations" in e) for e in entries] == [(idx, media, False)], entries
+        blobs = os.listdir(os.path.join(layout2, "blobs", "sha256"))
+        assert idx[7:] in blobs and out["digest"][7:] in blobs and by_arch["arm64"][7:] not in blobs
+        for name in blobs:
+            with open(os.path.join(layout2, "blobs", "sha256", name), "rb") as f:
+                assert hashlib.sha256(f.read()).hexdigest() == name
 
 
 def case_not_found(env):
