@@ -53,13 +53,13 @@ static _Noreturn void fail(struct monitor *m, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg + 4, sizeof(msg) - 4, fmt, ap);
         va_end(ap);
-        status_report(m, msg);
         if (m->ring)
                 mon_system_line(m, msg + 4, strlen(msg + 4));
         if (m->dirfd >= 0 && m->listen_fd >= 0)
                 unlinkat(m->dirfd, "monitor.sock", 0);
         if (m->dirfd >= 0 && m->pidfile_fd >= 0)
                 unlinkat(m->dirfd, "monitor.pid", 0);
+        status_report(m, msg); /* last: when the spawner hears of the failure, no trace of a live monitor is left */
         exit(1);
 }
 
