@@ -120,15 +120,28 @@ static int fetch_attempts(struct blob_dl *b, struct na_error *err)
                         r = reg_fail(b->c, "network", err, "blob sha256:%s: %" PRIu64 " of %" PRIu64 " bytes", b->hex,
                                      b->have, b->size);
                         code = CURLE_PARTIAL_FILE;
+                } else if (r == 0 && status == 404) {
+                        /* The manifest names it, the registry lost it: a broken image, not an unknown one. */
+                        reg_response_done(&resp);
+                        return reg_fail(b->c, "blob-unknown", err, "blob sha256:%s: the registry does not have it (HTTP 404)",
+                                        b->hex);
                 } else if (r == 0) {
-                        r = reg_response_error(b->c, &resp, "blob", err);
+                        char what[100];
+                        snprintf(what, sizeof(what), "blob sha256:%s", b->hex);
+                        r = reg_response_error(b->c, &resp, what, err);
                         reg_response_done(&resp);
                         /* A registry that is restarting or throttling: worth another try. */
                         if (!(status >= 500 || status == 429 || status == 408))
                                 return r;
                         code = CURLE_RECV_ERROR;
-                } else
+                } else {
                         reg_response_done(&resp);
+                        /* Every byte came before the connection broke: the digest decides. */
+                        if (reg_curl_retryable(code) && b->size > 0 && b->have == b->size) {
+                                na_error_clear(err);
+                                return 0;
+                        }
+                }
                 if (!reg_curl_retryable(code) || attempt + 1 >= REG_BLOB_RETRIES)
                         return r;
                 na_error_clear(err);

@@ -268,6 +268,7 @@ static int set_options(struct reg_client *c, const char *url, struct curl_slist 
         SET(CURLOPT_LOW_SPEED_TIME, 60L);
         SET(CURLOPT_HTTP_CONTENT_DECODING, 0L);
         SET(CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
+        SET(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L); /* a proxy's "200 Connection established" is not the answer */
         if (timeout > 0)
                 SET(CURLOPT_TIMEOUT, timeout);
 #undef SET

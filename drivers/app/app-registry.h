@@ -26,7 +26,8 @@
  *           ... err.code: IMAGE_NOT_FOUND (404, MANIFEST_UNKNOWN, NAME_UNKNOWN),
  *               VALIDATION_ERROR (options), DRIVER_ERROR with details.reason
  *               ("unauthorized", "tls", "network", "digest-mismatch", "bad-manifest",
- *               "unsupported-media-type", "no-platform", "http-status"), INTERNAL_ERROR
+ *               "unsupported-media-type", "no-platform", "blob-unknown", "http-status",
+ *               "bad-layout"), INTERNAL_ERROR
  *               (local I/O), or whatever progress->checkpoint said (a stopped job).
  */
 #pragma once

@@ -334,6 +334,19 @@ def case_corrupt(env):
         assert f.read() == index_before
     check_layout(layout, "good", good["digest"])
 
+    # A blob the manifest names and the registry lost: a broken image, nothing kept.
+    lost_src = env.layout("lost", "1", big=64 << 10, text=b"lost\n")
+    reg.push(lost_src, "1", "test/lost:1")
+    with open(os.path.join(lost_src, "index.json")) as f:
+        ldigest = json.load(f)["manifests"][0]["digest"]
+    with open(os.path.join(lost_src, "blobs", "sha256", ldigest[7:])) as f:
+        lost = json.load(f)["layers"][1]["digest"]
+    os.unlink(reg.blob_path(lost))
+    images = env.images("lost")
+    out = fails(pull(images, "test/lost:1", reg.url, ca=env.ca)[0], "DRIVER_ERROR", "blob-unknown")
+    assert lost in out["error"], out
+    assert not os.path.exists(os.path.join(images, "test"))
+
     # A manifest changed in the registry's storage (still JSON, same size): its digest
     # no longer matches Docker-Content-Digest (by tag) or the reference (by digest).
     man_src = env.layout("man", "1", big=1024, text=b"manifest\n")
