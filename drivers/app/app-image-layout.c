@@ -66,7 +66,12 @@ int app_openat_beneath(int dir_fd, const char *path, int flags, bool no_symlinks
                 .flags = (uint64_t)(flags | O_CLOEXEC),
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (no_symlinks ? RESOLVE_NO_SYMLINKS : 0),
         };
-        long fd = RETRY_EINTR(syscall(SYS_openat2, dir_fd, path, &how, sizeof(how)));
+        long fd;
+        /* EAGAIN: a concurrent rename made the kernel unsure the walk stayed beneath; try again. */
+        for (int i = 0; (fd = RETRY_EINTR(syscall(SYS_openat2, dir_fd, path, &how, sizeof(how)))) < 0 && errno == EAGAIN &&
+                        i < 16;
+             i++)
+                ;
         return (int)fd;
 }
 

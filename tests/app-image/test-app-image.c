@@ -430,6 +430,67 @@ static void test_zstd_and_hostile_image(void **state)
         json_decref(j);
 }
 
+static int stop_now(void *userdata, struct na_error *err)
+{
+        int *calls = userdata;
+        if (++*calls < 2)
+                return 0;
+        return na_error_set(err, ECANCELED, NA_E_JOB_CANCELLED, "job cancelled");
+}
+
+static void test_checkpoint_stops_between_layers(void **state)
+{
+        struct fixture *f = *state;
+        char *layout = pathf("%s/stop", f->images);
+        json_t *j = mkimage_json(layout, "1", "--extra-layer", "[{\"path\":\"second\"}]", NULL);
+        free(layout);
+        int calls = 0;
+        struct na_progress progress = { .checkpoint = stop_now, .userdata = &calls };
+        struct na_error err = NA_ERROR_INIT;
+        struct proto_image_ref ref = ref_of("stop:1");
+        char *rootfs = NULL;
+        assert_int_equal(app_image_unpack(f->images, &ref, f->cache, &progress, NULL, &rootfs, &err), -ECANCELED);
+        assert_string_equal(err.code, NA_E_JOB_CANCELLED);
+        assert_int_equal(calls, 2); /* before the first layer, then before the second */
+        char *hexdir = pathf("%s/%s", f->cache, jstr(j, "manifest") + 7);
+        assert_int_equal(unit_dir_entries(hexdir), 0);
+        free(hexdir);
+        na_error_clear(&err);
+        json_decref(j);
+}
+
+/* What skopeo writes (its own index.json) resolves and unpacks too. */
+static void test_skopeo_layout(void **state)
+{
+        struct fixture *f = *state;
+        if (access("/usr/bin/skopeo", X_OK) != 0) {
+                print_message("skopeo is not installed: skipped\n");
+                return;
+        }
+        char *src = pathf("oci:%s/bb:1.0", f->images);
+        char *dst = pathf("oci:%s/skopeo/bb:copied", f->images);
+        char *skdir = pathf("%s/skopeo/bb", f->images);
+        struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(na_mkdir_p(skdir, 0755, &err), 0);
+        const char *argv[] = { "/usr/bin/skopeo", "--insecure-policy", "copy", "-q", src, dst, NULL };
+        if (na_spawn((char *const *)argv, NULL, NULL, 0, &err) < 0)
+                fail_msg("skopeo: %s", err.message);
+        struct proto_image_ref ref = ref_of("skopeo/bb:copied");
+        struct app_image img;
+        assert_int_equal(app_image_resolve(f->images, &ref, true, &img, &err), 0);
+        assert_string_equal(img.cmd[0], "sh");
+        app_image_clear(&img);
+        char *rootfs = NULL;
+        assert_int_equal(app_image_unpack(f->images, &ref, f->cache, NULL, NULL, &rootfs, &err), 0);
+        char *sh = pathf("%s/bin/sh", rootfs);
+        assert_true(exists(sh));
+        free(sh);
+        free(rootfs);
+        free(src);
+        free(dst);
+        free(skdir);
+}
+
 static json_t *find_image(json_t *list, const char *image)
 {
         size_t i;
@@ -546,6 +607,8 @@ int main(void)
                 cmocka_unit_test(test_concurrent_unpack),
                 cmocka_unit_test(test_whiteouts_across_layers),
                 cmocka_unit_test(test_zstd_and_hostile_image),
+                cmocka_unit_test(test_checkpoint_stops_between_layers),
+                cmocka_unit_test(test_skopeo_layout),
                 cmocka_unit_test(test_list),
                 cmocka_unit_test(test_delete),
         };

@@ -95,7 +95,17 @@ static void test_hostile_layers_are_refused(void **state)
         for (const char *p = f->root; *p; p++)
                 if (*p == '/')
                         strcat(up, up[0] ? "/.." : "..");
+        /* A name over PATH_MAX (pax headers carry it), and one component over NAME_MAX. */
+        char long_name[5200] = "", long_comp[300];
+        for (int i = 0; i < 25; i++)
+                strcat(long_name, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/");
+        strcat(long_name, "x");
+        memset(long_comp, 'b', 299);
+        long_comp[299] = '\0';
         const struct hostile cases[] = {
+                { "name over PATH_MAX", { { T_FILE, long_name, .data = "x" } }, 1, "longer than PATH_MAX" },
+                { "component over NAME_MAX", { { T_FILE, long_comp, .data = "x" } }, 1, "longer than NAME_MAX" },
+                { "a good entry, then a bad one", { { T_FILE, "ok", .data = "x" }, { T_FILE, "../x" } }, 2, "../x" },
                 { "parent component", { { T_FILE, "../canary/x", .data = "x" } }, 1, "../canary/x" },
                 { "parent inside", { { T_DIR, "a" }, { T_FILE, "a/../../canary/x", .data = "x" } }, 2,
                   "a/../../canary/x" },
