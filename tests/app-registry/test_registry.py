@@ -413,6 +413,27 @@ def case_redirect(env):
     assert not os.path.exists(os.path.join(images, "test"))
 
 
+def case_concurrent(env):
+    """Pulls of one layout at the same time serialize on its lock: all succeed and
+    index.json keeps every tag."""
+    reg = env.registry()
+    reg.push(env.layout("a", "1", big=2 << 20, text=b"one\n"), "1", "test/app:1")
+    reg.push(env.layout("b", "2", big=2 << 20, text=b"two\n"), "2", "test/app:2")
+    images = env.images("a")
+    procs = [subprocess.Popen([TOOL, "--url", reg.url, "--ca", env.ca, images, image], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+             for image in ("test/app:1", "test/app:2", "test/app:1", "test/app:2")]
+    outs = []
+    for p in procs:
+        stdout, _ = p.communicate(timeout=120)
+        assert p.returncode == 0, stdout
+        outs.append(json.loads(stdout))
+    assert outs[0] == outs[2] and outs[1] == outs[3] and outs[0] != outs[1]
+    layout = os.path.join(images, "test", "app")
+    check_layout(layout, "1", outs[0]["digest"])
+    check_layout(layout, "2", outs[1]["digest"])
+
+
 def case_stop(env):
     reg = env.registry()
     reg.push(env.layout("a", "1.0", big=4 << 20), "1.0", "test/app:1.0")
