@@ -24,7 +24,7 @@ SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 os.environ.setdefault("NA_SOURCE_DIR", SRC)
 os.environ.setdefault("NA_BUILD_DIR", os.path.join(SRC, "build"))
 sys.path.insert(0, os.path.join(SRC, "tests", "harness"))
-from nodeagent_harness import BUILD, Agent, certs_dir, free_port  # noqa: E402
+from nodeagent_harness import BUILD, Agent, certs_dir, check, free_port  # noqa: E402
 
 FASTCTL = os.path.join(BUILD, "bench", "link", "fastctl")
 
@@ -47,7 +47,7 @@ def run_controller(tmp, node_id, n, mode, certs, curl_first=False):
     port = free_port()
     ctl = subprocess.Popen([FASTCTL, str(port), f"{certs}/server.pem", f"{certs}/server.key", node_id, str(n), mode,
                             "64"], stdout=subprocess.PIPE, text=True)
-    assert json.loads(ctl.stdout.readline())["listening"] == port
+    check(json.loads(ctl.stdout.readline())["listening"] == port)
     curls = []
     if curl_first:
         for _ in range(2):

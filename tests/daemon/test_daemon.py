@@ -12,8 +12,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from nodeagent_harness import (NODEAGENTCTL, NODEAGENTD, Agent, Setup, run_cases, wait_for,  # noqa: E402
-                               with_setup)
+from nodeagent_harness import (NODEAGENTCTL, NODEAGENTD, Agent, Setup, check, run_cases,  # noqa: E402
+                               wait_for, with_setup)
 
 NODE = "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
 
@@ -36,8 +36,8 @@ def check_config():
     write(good, f"[agent]\nnode_id = {NODE}\n[controller]\nurl = https://api.example.net/agent/v1\n"
                 f"token_file = {token}\n")
     r = run([NODEAGENTD, "-c", good, "--check-config"])
-    assert r.returncode == 0, r
-    assert "ok" in r.stdout
+    check(r.returncode == 0, r)
+    check("ok" in r.stdout)
 
     bad = os.path.join(tmp, "bad.conf")
     write(bad, "\n".join([
@@ -56,28 +56,28 @@ def check_config():
         "",
     ]))
     r = run([NODEAGENTD, "-c", bad, "--check-config"])
-    assert r.returncode == 2, r
+    check(r.returncode == 2, r)
     lines = r.stderr.strip().splitlines()
     want = [f"{bad}:2: node_id: ", f"{bad}:3: max_parallel_jobs: ", f"{bad}:4: colour: unknown key",
             f"{bad}:6: url: ", f"{bad}:8: poll_wait_sec: ", f"{bad}:9: nonsense: unknown section",
             f"{bad}:10: garbage line: expected key = value", f"{bad}:12: enabled: must be true or false"]
     for w in want:
-        assert any(line.startswith(w) for line in lines), f"missing {w!r} in:\n{r.stderr}"
-    assert len(lines) == len(want), r.stderr
+        check(any(line.startswith(w) for line in lines), f"missing {w!r} in:\n{r.stderr}")
+    check(len(lines) == len(want), r.stderr)
 
     # The token file must not be readable by group or others; the daemon refuses to start.
     os.chmod(token, 0o644)
     r = run([NODEAGENTD, "-c", good, "--check-config"])
-    assert r.returncode == 2 and f"{good}:5: token_file: " in r.stderr and "readable by group or others" in r.stderr, r
+    check(r.returncode == 2 and f"{good}:5: token_file: " in r.stderr and "readable by group or others" in r.stderr, r)
     r = run([NODEAGENTD, "-c", good])
-    assert r.returncode == 2, r
+    check(r.returncode == 2, r)
     os.unlink(token)
     r = run([NODEAGENTD, "-c", good])
-    assert r.returncode == 2 and "token_file" in r.stderr and "No such file" in r.stderr, r
+    check(r.returncode == 2 and "token_file" in r.stderr and "No such file" in r.stderr, r)
     r = run([NODEAGENTD, "-c", os.path.join(tmp, "missing.conf")])
-    assert r.returncode == 2 and "missing.conf" in r.stderr, r
+    check(r.returncode == 2 and "missing.conf" in r.stderr, r)
     r = run([NODEAGENTD, "--version"])
-    assert r.returncode == 0 and r.stdout.startswith("nodeagentd "), r
+    check(r.returncode == 0 and r.stdout.startswith("nodeagentd "), r)
 
 
 @with_setup()
@@ -89,12 +89,12 @@ def sigterm_drain(s):
     s.agent.signal(signal.SIGTERM)
     rc = s.agent.proc.wait(15)
     took = time.time() - t0
-    assert rc == 0, s.agent.log_text()
-    assert took < 5 + 5, took  # drain_timeout_sec = 5, plus the grace
+    check(rc == 0, s.agent.log_text())
+    check(took < 5 + 5, took)  # drain_timeout_sec = 5, plus the grace
     job = s.controller.admin("GET", f"/admin/jobs/{jid}")
-    assert job["results"] and job["results"][0]["status"] == "succeeded", job
+    check(job["results"] and job["results"][0]["status"] == "succeeded", job)
     log = s.agent.log_text()
-    assert "stopping: taking no new jobs" in log and "stopped: no job running" in log, log
+    check("stopping: taking no new jobs" in log and "stopped: no job running" in log, log)
 
 
 @with_setup()
@@ -107,15 +107,15 @@ def drain_timeout(s):
     s.agent.signal(signal.SIGTERM)
     rc = s.agent.proc.wait(20)
     took = time.time() - t0
-    assert rc == 0, s.agent.log_text()
-    assert 4.5 < took < 5 + 5 + 1, took
-    assert "drain timeout" in s.agent.log_text()
-    assert not s.controller.admin("GET", f"/admin/jobs/{jid}")["results"]
+    check(rc == 0, s.agent.log_text())
+    check(4.5 < took < 5 + 5 + 1, took)
+    check("drain timeout" in s.agent.log_text())
+    check(not s.controller.admin("GET", f"/admin/jobs/{jid}")["results"])
     s.agent.start()
     st = s.agent.status()
-    assert st["journal"]["interrupted"] == 1, st
+    check(st["journal"]["interrupted"] == 1, st)
     hello = s.controller.state()["hellos"][-1]["hello"]
-    assert {"id": jid, "attempt": 1, "state": "interrupted"} in hello["unfinishedJobs"], hello
+    check({"id": jid, "attempt": 1, "state": "interrupted"} in hello["unfinishedJobs"], hello)
 
 
 @with_setup(start_agent=False)
@@ -123,24 +123,24 @@ def refusals(s):
     """Second instance, unwritable state directory: one clear line, non-zero exit."""
     s.agent.start()
     r = run([NODEAGENTD, "-c", s.agent.conf], env=s.agent.env)
-    assert r.returncode != 0, r
-    assert f"in use by another nodeagentd (pid {s.agent.proc.pid})" in r.stderr, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert s.agent.stop() == 0
+    check(r.returncode != 0, r)
+    check(f"in use by another nodeagentd (pid {s.agent.proc.pid})" in r.stderr, r.stderr)
+    check(len(r.stderr.strip().splitlines()) == 1, r.stderr)
+    check(s.agent.stop() == 0)
 
     with open(s.agent.conf) as f:
         text = f.read()
     write(s.agent.conf, text.replace(f"state_dir = {s.agent.state_dir}", "state_dir = /proc/nodeagent-state"))
     r = run([NODEAGENTD, "-c", s.agent.conf], env=s.agent.env)
-    assert r.returncode == 1 and "state directory /proc/nodeagent-state" in r.stderr, r
-    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    check(r.returncode == 1 and "state directory /proc/nodeagent-state" in r.stderr, r)
+    check(len(r.stderr.strip().splitlines()) == 1, r.stderr)
 
 
 @with_setup()
 def control_socket(s):
     """Garbage gets an error answer and the daemon stays up; the CLI works after."""
     mode = stat.S_IMODE(os.stat(s.agent.socket).st_mode)
-    assert mode == 0o660, oct(mode)
+    check(mode == 0o660, oct(mode))
     c = socket.socket(socket.AF_UNIX)
     c.connect(s.agent.socket)
     f = c.makefile("rwb")
@@ -149,10 +149,10 @@ def control_socket(s):
         f.write(garbage)
         f.flush()
         ans = json.loads(f.readline())
-        assert ans["ok"] is False and ans["error"], ans
+        check(ans["ok"] is False and ans["error"], ans)
     f.write(b'{"cmd":"status"}\n')
     f.flush()
-    assert json.loads(f.readline())["ok"] is True
+    check(json.loads(f.readline())["ok"] is True)
     c.close()
     # An over-long line closes that connection only.
     c = socket.socket(socket.AF_UNIX)
@@ -163,22 +163,22 @@ def control_socket(s):
         pass
     c.close()
     st = s.agent.status()
-    assert st["version"] and st["pid"] == s.agent.proc.pid
+    check(st["version"] and st["pid"] == s.agent.proc.pid)
 
     r = s.agent.ctl("run", "node.status", "--json")
     out = json.loads(r.stdout)
     data = out["result"]["data"]
-    assert data["agentVersion"] and data["host"]["cpus"] >= 1 and data["host"]["kernel"], out
+    check(data["agentVersion"] and data["host"]["cpus"] >= 1 and data["host"]["kernel"], out)
     r = s.agent.ctl("run", "nope.kind", check=False)
-    assert r.returncode == 1 and "UNSUPPORTED_JOB" in r.stdout, r
+    check(r.returncode == 1 and "UNSUPPORTED_JOB" in r.stdout, r)
     r = s.agent.ctl("run", "test.sleep", "--params", '{"sleepMs":"x"}', check=False)
-    assert r.returncode == 1 and "VALIDATION_ERROR" in r.stdout and "sleepMs" in r.stdout, r
+    check(r.returncode == 1 and "VALIDATION_ERROR" in r.stdout and "sleepMs" in r.stdout, r)
     r = s.agent.ctl("jobs")
-    assert "node.status" in r.stdout and "UNSUPPORTED_JOB" in r.stdout, r.stdout
+    check("node.status" in r.stdout and "UNSUPPORTED_JOB" in r.stdout, r.stdout)
     r = s.agent.ctl("status")
-    assert "controller" in r.stdout and "connected" in r.stdout, r.stdout
+    check("controller" in r.stdout and "connected" in r.stdout, r.stdout)
     r = run([NODEAGENTCTL, "-s", "/nonexistent.sock", "status"])
-    assert r.returncode == 3 and "cannot reach the agent" in r.stderr, r
+    check(r.returncode == 3 and "cannot reach the agent" in r.stderr, r)
 
 
 @with_setup()
@@ -195,8 +195,8 @@ def sighup_reload(s):
     s.agent.signal(signal.SIGHUP)
     wait_for(lambda: "log_level: must be one of" in s.agent.log_text(), 5, "the refused reload")
     res = s.controller.wait_results([jid], 10)[jid]["results"][0]
-    assert res["status"] == "succeeded", res
-    assert s.agent.proc.poll() is None
+    check(res["status"] == "succeeded", res)
+    check(s.agent.proc.poll() is None)
 
 
 def notify():
@@ -214,12 +214,12 @@ def notify():
         deadline = time.time() + 10
         while time.time() < deadline and not ({"READY=1", "WATCHDOG=1"} <= set(seen) and any(m.startswith("STATUS=") for m in seen)):
             seen.append(sock.recv(4096).decode())
-        assert "READY=1" in seen and "WATCHDOG=1" in seen, seen
-        assert any(m.startswith("STATUS=controller") for m in seen), seen
+        check("READY=1" in seen and "WATCHDOG=1" in seen, seen)
+        check(any(m.startswith("STATUS=controller") for m in seen), seen)
         s.agent.signal(signal.SIGTERM)
         while "STOPPING=1" not in seen:
             seen.append(sock.recv(4096).decode())
-        assert s.agent.proc.wait(15) == 0
+        check(s.agent.proc.wait(15) == 0)
         failed = False
     finally:
         s.close(failed)
@@ -242,28 +242,28 @@ def prometheus():
 
         def scrape(path="/metrics"):
             with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-                assert r.headers["Content-Type"].startswith("text/plain"), r.headers
+                check(r.headers["Content-Type"].startswith("text/plain"), r.headers)
                 return r.read().decode()
         text = scrape()
         for want in ('nodeagent_jobs{state="succeeded"} 1', 'nodeagent_link_up{state="connected"} 1',
                      "nodeagent_results_pending 0", "nodeagent_journal_bytes", "# TYPE nodeagent_jobs gauge"):
-            assert want in text, (want, text[-2000:])
-        assert any(line.startswith("nodeagent_node_") or "node" in line.split("{")[0] for line in text.splitlines()
-                   if line and not line.startswith("#")), text[:2000]
+            check(want in text, (want, text[-2000:]))
+        check(any(line.startswith("nodeagent_node_") or "node" in line.split("{")[0] for line in text.splitlines()
+                   if line and not line.startswith("#")), text[:2000])
         try:
             scrape("/secrets")
             raise AssertionError("a path other than /metrics was served")
         except urllib.error.HTTPError as e:
-            assert e.code == 404
-        assert "nodeagent_jobs" in scrape()
+            check(e.code == 404)
+        check("nodeagent_jobs" in scrape())
         # Loopback only: the configuration refuses any other address.
         with open(s.agent.conf) as f:
             text = f.read()
         with open(s.agent.conf, "w") as f:
             f.write(text.replace(f"127.0.0.1:{port}", "0.0.0.0:9464"))
         r = run([NODEAGENTD, "-c", s.agent.conf, "--check-config"])
-        assert r.returncode == 2 and "prometheus_listen" in r.stderr and "loopback" in r.stderr, r
-        assert s.agent.stop() == 0
+        check(r.returncode == 2 and "prometheus_listen" in r.stderr and "loopback" in r.stderr, r)
+        check(s.agent.stop() == 0)
         failed = False
     finally:
         s.close(failed)

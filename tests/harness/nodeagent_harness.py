@@ -45,6 +45,16 @@ def certs_dir():
     return d
 
 
+def check(cond, msg=None):
+    """What `assert cond, msg` says, but never stripped (python3 -O drops assert
+    statements, and with them every check of a test): raises AssertionError(msg)
+    when cond is false. Tests and benchmarks use this, never a bare assert
+    (tests/harness/test_checks.py fails on one). msg is evaluated before the call:
+    keep it free of side effects."""
+    if not cond:
+        raise AssertionError(msg) if msg is not None else AssertionError("check failed")
+
+
 def wait_for(pred, timeout, what, interval=0.05):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -260,8 +270,25 @@ def private_netns():
     return True
 
 
+def needs(*what):
+    """Decorator (outermost): the case may raise Skip when one of these is missing here;
+    each becomes a CTest label needs-<what> (tests/CMakeLists.txt lists them), so CI
+    fails a skip whose needs were met."""
+    def deco(fn):
+        fn.needs = tuple(what)
+        return fn
+    return deco
+
+
 def run_cases(cases):
-    """python3 test_x.py CASE: run one case (CTest registers each), exit 0/1/77."""
+    """python3 test_x.py CASE: run one case (CTest registers each), exit 0/1/77.
+    python3 test_x.py --list: one line per case, its name then its needs-* labels; the
+    script's dict is the only list of its cases (na_python_cases in
+    tests/CMakeLists.txt registers what this prints)."""
+    if sys.argv[1:] == ["--list"]:
+        for name, fn in cases.items():
+            print(" ".join([name] + [f"needs-{n}" for n in getattr(fn, "needs", ())]))
+        return 0
     if len(sys.argv) != 2 or sys.argv[1] not in cases:
         sys.stderr.write("usage: %s {%s}\n" % (sys.argv[0], "|".join(cases)))
         return 2

@@ -10,7 +10,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from nodeagent_harness import BUILD, Setup, run_cases, wait_for, with_setup  # noqa: E402
+from nodeagent_harness import BUILD, Setup, check, run_cases, wait_for, with_setup  # noqa: E402
 
 
 def now_iso():
@@ -28,24 +28,24 @@ def happy(s):
                                      {"kind": "vps.teleport", "target": {"type": "vps", "id": str(uuid.uuid4())}}])
     jobs = s.controller.wait_results(ids, 15)
     ok = jobs[ids[0]]["results"][0]
-    assert ok["status"] == "succeeded" and ok["attempt"] == 1, ok
-    assert ok["data"]["agentVersion"] and ok["data"]["host"]["cpus"] >= 1, ok
-    assert jobs[ids[1]]["results"][0]["data"] == {"applied": True}
+    check(ok["status"] == "succeeded" and ok["attempt"] == 1, ok)
+    check(ok["data"]["agentVersion"] and ok["data"]["host"]["cpus"] >= 1, ok)
+    check(jobs[ids[1]]["results"][0]["data"] == {"applied": True})
     bad = jobs[ids[2]]["results"][0]
-    assert bad["status"] == "failed" and bad["error"]["code"] == "UNSUPPORTED_JOB" and bad["error"]["httpStatus"] == 400, bad
+    check(bad["status"] == "failed" and bad["error"]["code"] == "UNSUPPORTED_JOB" and bad["error"]["httpStatus"] == 400, bad)
     for r in (ok, bad):
-        assert r["finishedAt"].endswith("Z") and isinstance(r["durationMs"], int)
+        check(r["finishedAt"].endswith("Z") and isinstance(r["durationMs"], int))
     hello = s.controller.state()["hellos"][0]["hello"]
-    assert hello["protocol"] == 1 and hello["agentVersion"] and hello["bootId"], hello
-    assert {"hostname", "kernel", "cpus", "memoryMB", "cgroup"} <= set(hello["host"]), hello
-    assert "node.status" in hello["capabilities"]["jobKinds"] and hello["capabilities"]["firewall"] == "nftables"
-    assert hello["unfinishedJobs"] == [] and "vps" in hello["inventory"]
+    check(hello["protocol"] == 1 and hello["agentVersion"] and hello["bootId"], hello)
+    check({"hostname", "kernel", "cpus", "memoryMB", "cgroup"} <= set(hello["host"]), hello)
+    check("node.status" in hello["capabilities"]["jobKinds"] and hello["capabilities"]["firewall"] == "nftables")
+    check(hello["unfinishedJobs"] == [] and "vps" in hello["inventory"])
     st = s.agent.status()
-    assert st["link"]["state"] == "connected" and st["jobs"]["succeeded"] == 2 and st["jobs"]["failed"] == 1, st
+    check(st["link"]["state"] == "connected" and st["jobs"]["succeeded"] == 2 and st["jobs"]["failed"] == 1, st)
     # Each result was posted once; nothing hammers the controller while idle.
     counts = s.controller.state()["requestCounts"]
     for i in ids:
-        assert counts[f"/agent/v1/jobs/{i}/result"] == 1, counts
+        check(counts[f"/agent/v1/jobs/{i}/result"] == 1, counts)
 
 
 @with_setup()
@@ -57,11 +57,11 @@ def down_and_back(s):
     ids = s.controller.enqueue_many([{"kind": "test.append", "params": {"sleepMs": 20}} for _ in range(5)])
     wait_for(lambda: s.agent.status()["link"]["state"] == "backing-off", 15, "the agent to notice")
     jobs = s.controller.wait_results(ids, 60)
-    assert all(j["results"][0]["status"] == "succeeded" for j in jobs.values())
-    assert len(s.controller.state()["hellos"]) >= 2, "no hello after the reconnect"
+    check(all(j["results"][0]["status"] == "succeeded" for j in jobs.values()))
+    check(len(s.controller.state()["hellos"]) >= 2, "no hello after the reconnect")
     log = s.agent.log_text()
-    assert log.count("backing off") == 1, log  # once per change, not once per try
-    assert s.agent.status()["link"]["state"] == "connected"
+    check(log.count("backing off") == 1, log)  # once per change, not once per try
+    check(s.agent.status()["link"]["state"] == "connected")
 
 
 def storm(s, mode, seconds, retry_after=None):
@@ -81,19 +81,19 @@ def storm(s, mode, seconds, retry_after=None):
 def storm_503(s):
     during = storm(s, "503", 12)
     # Full jitter from 1 s doubling to 60 s: about 5 tries in 12 s; never a tight loop.
-    assert 1 <= len(during) <= 14, during
+    check(1 <= len(during) <= 14, during)
     gaps = [b[0] - a[0] for a, b in zip(during, during[1:])]
-    assert all(g >= 0.2 for g in gaps), gaps
-    assert s.agent.status()["link"]["state"] == "connected"
+    check(all(g >= 0.2 for g in gaps), gaps)
+    check(s.agent.status()["link"]["state"] == "connected")
 
 
 @with_setup()
 def storm_429(s):
     during = storm(s, "429", 12, retry_after=4)
     # Retry-After: 4 is honoured: at most one try per 4 s (plus the first).
-    assert 1 <= len(during) <= 4, during
+    check(1 <= len(during) <= 4, during)
     gaps = [b[0] - a[0] for a, b in zip(during, during[1:])]
-    assert all(g >= 3.9 for g in gaps), gaps
+    check(all(g >= 3.9 for g in gaps), gaps)
 
 
 @with_setup(start_agent=False, controller_extra=["--lease-sec", "2"])
@@ -110,19 +110,19 @@ def crash(s):
     s.agent.start()
     jobs = s.controller.wait_results(ids, 120)
     for jid, j in jobs.items():
-        assert all(r["status"] == "succeeded" for r in j["results"]), j
+        check(all(r["status"] == "succeeded" for r in j["results"]), j)
     with open(os.path.join(s.agent.state_dir, "test-effects.log")) as f:
         effects = f.read().split()
     for jid in ids:
-        assert effects.count(jid) == 1, (jid, effects.count(jid))
-    assert len(effects) == 50
+        check(effects.count(jid) == 1, (jid, effects.count(jid)))
+    check(len(effects) == 50)
     with open(os.path.join(s.agent.state_dir, "test-runs.log")) as f:
         runs = [line.split()[0] for line in f]
     reruns = len(runs) - 50
     answered = s.agent.log_text().count("answered from the journal without running")
     print(f"crash: 50 jobs, {reruns} re-run(s) after kill -9, {answered} answered from the journal")
     st = s.agent.status()
-    assert st["journal"]["interrupted"] == 0 and st["resultsPending"] == 0, st
+    check(st["journal"]["interrupted"] == 0 and st["resultsPending"] == 0, st)
 
 
 @with_setup(start_agent=False)
@@ -146,18 +146,18 @@ def tls_refusals(s):
                               10, "refusal")
                 return st["link"]["reason"]
         finally:
-            assert s.agent.stop() == 0
+            check(s.agent.stop() == 0)
 
     before = len(s.controller.requests())
     reason = attempt("", ca="other-ca.pem", expect_connected=False)
-    assert "certificate" in reason.lower() or "ssl" in reason.lower(), reason
+    check("certificate" in reason.lower() or "ssl" in reason.lower(), reason)
     with open(f"{certs}/wrong.pin") as f:
         wrong = f.read().strip()
     with open(f"{certs}/server.pin") as f:
         right = f.read().strip()
     reason = attempt(f"pinned_pubkey = {wrong}\n", expect_connected=False)
-    assert "pin" in reason.lower() or "public key" in reason.lower(), reason
-    assert len(s.controller.requests()) == before, "a refused server must not have seen a request"
+    check("pin" in reason.lower() or "public key" in reason.lower(), reason)
+    check(len(s.controller.requests()) == before, "a refused server must not have seen a request")
     attempt(f"pinned_pubkey = {right}\n")
 
 
@@ -166,7 +166,7 @@ def mtls(s):
     """A controller that wants a client certificate refuses an agent without one."""
     s.agent.start()
     st = wait_for(lambda: (lambda x: x if x["link"]["state"] == "backing-off" else None)(s.agent.status()), 10, "refusal")
-    assert s.agent.stop() == 0
+    check(s.agent.stop() == 0)
     certs = s.controller.certs
     with open(s.agent.conf) as f:
         text = f.read()
@@ -186,7 +186,7 @@ def token_rotation(s):
     s.controller.admin("POST", "/admin/tokens", {"tokens": ["token-B"]})
     wait_for(lambda: s.agent.status()["link"]["state"] == "auth-refused", 15, "the 401")
     st = s.agent.status()["link"]
-    assert st["authCode"] == "INVALID_API_KEY", st
+    check(st["authCode"] == "INVALID_API_KEY", st)
     time.sleep(2)
     t0 = time.time()
     s.agent.write_token("token-B")
@@ -195,8 +195,8 @@ def token_rotation(s):
     jid = s.controller.enqueue("node.status")
     s.controller.wait_results([jid], 10)
     log = s.agent.log_text()
-    assert log.count("authentication refused") == 1, log
-    assert "token file" in log and "changed" in log, log
+    check(log.count("authentication refused") == 1, log)
+    check("token file" in log and "changed" in log, log)
     print(f"token rotation: reconnected {took:.2f}s after the token file changed")
     # A token file opened to others is refused; the working token stays.
     os.chmod(s.agent.token_file, 0o644)
@@ -232,22 +232,22 @@ def malformed(s):
               ids[4]: ("VALIDATION_ERROR", "target"), ids[5]: ("VALIDATION_ERROR", "sleepMs")}
     for jid, (code, field) in expect.items():
         err = jobs[jid]["results"][0]["error"]
-        assert err["code"] == code, (jid, err)
+        check(err["code"] == code, (jid, err))
         if code == "VALIDATION_ERROR":
-            assert err["httpStatus"] == 422 and err["error"] == "Validation error", err
+            check(err["httpStatus"] == 422 and err["error"] == "Validation error", err)
             node = err["details"]
-            assert "_errors" in node and field in node, err
+            check("_errors" in node and field in node, err)
             node = node[field]
             while not node["_errors"]:  # nested fields: target.type, params.sleepMs
                 node = next(v for k, v in node.items() if k != "_errors")
-            assert node["_errors"], err
+            check(node["_errors"], err)
     # A poll answer that is not JSON: the agent backs off and comes back.
     s.controller.admin("POST", "/admin/raw-answer", {"body": "<html>oops</html>"})
     time.sleep(0.5)
     jid = s.controller.enqueue("node.status")
     s.controller.wait_results([jid], 30)
-    assert s.agent.proc.poll() is None
-    assert "without a usable id" in s.agent.log_text()
+    check(s.agent.proc.poll() is None)
+    check("without a usable id" in s.agent.log_text())
 
 
 @with_setup(controller_extra=["--lease-sec", "3"])
@@ -257,22 +257,22 @@ def lease(s):
     jid = s.controller.enqueue("test.sleep", {"sleepMs": 4500})
     s.controller.wait_results([jid], 15)
     prog = s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"]
-    assert len(prog) >= 4, prog  # the start, then one per second
-    assert prog[0]["stage"] == "working" and prog[0]["attempt"] == 1, prog
+    check(len(prog) >= 4, prog)  # the start, then one per second
+    check(prog[0]["stage"] == "working" and prog[0]["attempt"] == 1, prog)
 
     jid = s.controller.enqueue("test.sleep", {"sleepMs": 20000})
     wait_for(lambda: s.agent.status()["jobs"]["running"] == 1, 10, "start")
     s.controller.admin("POST", f"/admin/cancel/{jid}")
     res = s.controller.wait_results([jid], 10)[jid]["results"][0]
-    assert res["status"] == "failed" and res["error"]["code"] == "JOB_CANCELLED" and res["error"]["httpStatus"] == 409, res
+    check(res["status"] == "failed" and res["error"]["code"] == "JOB_CANCELLED" and res["error"]["httpStatus"] == 409, res)
 
     jid = s.controller.enqueue("test.sleep", {"sleepMs": 20000})
     wait_for(lambda: s.agent.status()["jobs"]["running"] == 1, 10, "start")
     s.controller.admin("POST", f"/admin/lose-lease/{jid}")
     wait_for(lambda: s.agent.status()["jobs"]["running"] == 0, 10, "the job to stop")
     time.sleep(1)
-    assert s.controller.admin("GET", f"/admin/jobs/{jid}")["results"] == []
-    assert "no longer holds this job" in s.agent.log_text()
+    check(s.controller.admin("GET", f"/admin/jobs/{jid}")["results"] == [])
+    check("no longer holds this job" in s.agent.log_text())
 
 
 @with_setup()
@@ -280,8 +280,8 @@ def timeout(s):
     jid = s.controller.enqueue("test.sleep", {"sleepMs": 10000}, timeout_sec=1)
     t0 = time.time()
     res = s.controller.wait_results([jid], 10)[jid]["results"][0]
-    assert time.time() - t0 < 5
-    assert res["error"]["code"] == "JOB_TIMEOUT" and res["error"]["httpStatus"] == 504, res
+    check(time.time() - t0 < 5)
+    check(res["error"]["code"] == "JOB_TIMEOUT" and res["error"]["httpStatus"] == 504, res)
 
 
 @with_setup()
@@ -292,18 +292,18 @@ def resend_from_journal(s):
     wait_for(lambda: s.agent.status()["jobs"]["running"] == 1, 10, "start")
     s.controller.fault(mode="503", seconds=600)
     wait_for(lambda: s.agent.status()["resultsPending"] == 1, 15, "the undeliverable result")
-    assert s.agent.stop() == 0
+    check(s.agent.stop() == 0)
     s.controller.fault(mode="none")
     s.agent.start()
     res = s.controller.wait_results([jid], 15)[jid]["results"]
-    assert res[0]["status"] == "succeeded", res
-    assert "recorded by an earlier run will be sent first" in s.agent.log_text()
+    check(res[0]["status"] == "succeeded", res)
+    check("recorded by an earlier run will be sent first" in s.agent.log_text())
     # Offered again (the same id): answered from the journal, the effect stays single.
     s.controller.enqueue("test.append", {"sleepMs": 10}, job_id=jid)
     res = s.controller.wait_results([jid], 15)[jid]["results"]
     with open(os.path.join(s.agent.state_dir, "test-runs.log")) as f:
-        assert [line.split()[0] for line in f].count(jid) == 1
-    assert "answered from the journal without running" in s.agent.log_text()
+        check([line.split()[0] for line in f].count(jid) == 1)
+    check("answered from the journal without running" in s.agent.log_text())
 
 
 if __name__ == "__main__":

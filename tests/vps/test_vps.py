@@ -8,7 +8,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from nodeagent_harness import (Skip, make_cgroup_fixture, make_vm_assets, run_cases,  # noqa: E402
+from nodeagent_harness import (Skip, check, make_cgroup_fixture, make_vm_assets, needs, run_cases,  # noqa: E402
                                set_cgroup_counters, wait_for, with_setup)
 
 VPS = str(uuid.uuid4())
@@ -34,9 +34,9 @@ class Run:
         j = self.s.controller.wait_results([jid], timeout)[jid]
         r = j["results"][0]
         if ok is True:
-            assert r["status"] == "succeeded", (kind, r)
+            check(r["status"] == "succeeded", (kind, r))
         elif ok:
-            assert r["status"] == "failed" and r["error"]["code"] == ok, (kind, r)
+            check(r["status"] == "failed" and r["error"]["code"] == ok, (kind, r))
         return r, [p.get("stage") for p in j["progress"]]
 
 
@@ -48,36 +48,36 @@ def lifecycle(s):
               "vmPassword": "Sup3r!secret", "sshPublicKeys": [KEY]}
     r, stages = run.job("vps.create", params)
     srv = r["data"]
-    assert srv["id"] == VPS and srv["hostname"] == "web-1" and srv["state"] == "running", srv
-    assert srv["cpuCores"] == 2 and srv["ramMB"] == 1024 and srv["template"]["id"] == "debian-12", srv
+    check(srv["id"] == VPS and srv["hostname"] == "web-1" and srv["state"] == "running", srv)
+    check(srv["cpuCores"] == 2 and srv["ramMB"] == 1024 and srv["template"]["id"] == "debian-12", srv)
     for st in ("preparing-disk", "writing-image", "configuring", "booting"):
-        assert st in stages, stages
+        check(st in stages, stages)
     # Converging: asked twice, created once.
     r, _ = run.job("vps.create", params)
-    assert r["data"]["id"] == VPS
+    check(r["data"]["id"] == VPS)
 
     r, _ = run.job("vps.status")
-    assert r["data"]["state"] == "running" and "uptimeSec" in r["data"], r
+    check(r["data"]["state"] == "running" and "uptimeSec" in r["data"], r)
     r, _ = run.job("vps.power", {"action": "start"})
-    assert r["data"]["state"] == "running"
+    check(r["data"]["state"] == "running")
     r, _ = run.job("vps.power", {"action": "stop", "graceSec": 5})
-    assert r["data"]["state"] == "stopped"
+    check(r["data"]["state"] == "stopped")
     r, _ = run.job("vps.power", {"action": "start"})
     r, _ = run.job("vps.power", {"action": "reboot"})
-    assert r["data"]["state"] == "running"
+    check(r["data"]["state"] == "running")
     run.job("vps.power", {"action": "explode"}, ok="VALIDATION_ERROR")
 
     # Snapshots, with the plan's limit.
     r, _ = run.job("vps.snapshot.create", {"snapshotId": "s1", "name": "before upgrade", "maxSnapshots": 2})
-    assert r["data"]["snapshotId"] == "s1", r
+    check(r["data"]["snapshotId"] == "s1", r)
     r, _ = run.job("vps.snapshot.create", {"snapshotId": "s1", "name": "before upgrade", "maxSnapshots": 2})
-    assert r["data"]["snapshotId"] == "s1"
+    check(r["data"]["snapshotId"] == "s1")
     run.job("vps.snapshot.create", {"snapshotId": "s2", "name": "two", "maxSnapshots": 2})
     r, _ = run.job("vps.snapshot.create", {"snapshotId": "s3", "name": "three", "maxSnapshots": 2},
                    ok="SNAPSHOT_LIMIT_REACHED")
-    assert r["error"]["httpStatus"] == 409
+    check(r["error"]["httpStatus"] == 409)
     r, _ = run.job("vps.snapshot.list")
-    assert [x["snapshotId"] for x in r["data"]] == ["s1", "s2"], r
+    check([x["snapshotId"] for x in r["data"]] == ["s1", "s2"], r)
     run.job("vps.snapshot.revert", {"snapshotId": "s1"})
     run.job("vps.snapshot.delete", {"snapshotId": "s2"})
     run.job("vps.snapshot.revert", {"snapshotId": "nope"}, ok="SNAPSHOT_NOT_FOUND")
@@ -86,23 +86,23 @@ def lifecycle(s):
     r, stages = run.job("vps.backup.create", {"backupId": "b1", "limits": {"maxStorageGB": 10, "maxBackups": 3,
                                                                           "retentionDays": 7}})
     b = r["data"]
-    assert b["backupId"] == "b1" and len(b["sha256"]) == 64 and b["sizeBytes"] > 0, b
-    assert "exporting" in stages and "compressing" in stages, stages
+    check(b["backupId"] == "b1" and len(b["sha256"]) == 64 and b["sizeBytes"] > 0, b)
+    check("exporting" in stages and "compressing" in stages, stages)
     r, _ = run.job("vps.backup.list")
-    assert [x["backupId"] for x in r["data"]] == ["b1"]
+    check([x["backupId"] for x in r["data"]] == ["b1"])
     run.job("vps.backup.restore", {"backupId": "b1"})
     run.job("vps.backup.restore", {"backupId": "nope"}, ok="BACKUP_NOT_FOUND")
 
     # Reinstall: the rules first, then the stages.
     r, _ = run.job("vps.reinstall", {"hostname": "-bad-", "vmPassword": "short"}, ok="VALIDATION_ERROR")
-    assert {"hostname", "vmPassword"} <= set(r["error"]["details"]), r
+    check({"hostname", "vmPassword"} <= set(r["error"]["details"]), r)
     r, _ = run.job("vps.reinstall", {"templateId": "windows-2022", "templateImageSlug": "21H2"},
                    ok="VALIDATION_ERROR")  # Windows refuses the server's SSH key
     r, stages = run.job("vps.reinstall", {"templateId": "ubuntu-24.04", "templateImageSlug": "2024.10",
                                           "hostname": "web-2", "vmPassword": "N3w!passw0rd"})
-    assert stages[-1] == "done" and stages.index("stopping") < stages.index("booting"), stages
+    check(stages[-1] == "done" and stages.index("stopping") < stages.index("booting"), stages)
     r, _ = run.job("vps.upgrade", {"plan": dict(PLAN, cpuCores=4, ramMB=2048, storageMB=4096)})
-    assert r["data"]["cpuCores"] == 4 and r["data"]["ramMB"] == 2048, r
+    check(r["data"]["cpuCores"] == 4 and r["data"]["ramMB"] == 2048, r)
     r, _ = run.job("vps.upgrade", {"plan": dict(PLAN, storageMB=1024)}, ok="VALIDATION_ERROR")
 
     # Guest commands need the guest agent, which the test driver does not have.
@@ -114,7 +114,7 @@ def lifecycle(s):
     run.job("vps.delete")
     run.job("vps.status", ok="VPS_NOT_FOUND")
     hello_inv = s.controller.state()["hellos"][0]["hello"]["inventory"]
-    assert hello_inv["vps"] == [], hello_inv
+    check(hello_inv["vps"] == [], hello_inv)
 
 
 @with_setup(agent_conf=conf)
@@ -143,8 +143,8 @@ def events_and_metrics(s):
         time.sleep(4)
         r, _ = run.job("vps.metrics")
         m = r["data"]
-        assert m["now"]["cpuPercent"] > 0 and m["now"]["memoryUsedMB"] > 0, m
-        assert m["series"]["step"] >= 10 and m["series"]["points"], m
+        check(m["now"]["cpuPercent"] > 0 and m["now"]["memoryUsedMB"] > 0, m)
+        check(m["series"]["step"] >= 10 and m["series"]["points"], m)
         run.job("vps.metrics", {"step": 5}, ok="VALIDATION_ERROR")
         run.job("vps.metrics", {"from": "2026-11-21T10:00:00Z", "to": "2026-11-20T10:00:00Z"}, ok="VALIDATION_ERROR")
     finally:
@@ -158,10 +158,10 @@ def events_and_metrics(s):
         return (events, samples, nodes, reps) if events and samples and nodes else None
     events, samples, nodes, reps = wait_for(seen, 15, "events and samples in reports")
     states = [e["data"]["state"] for e in events]
-    assert "running" in states and "stopped" in states, states
+    check("running" in states and "stopped" in states, states)
     seqs = [r["seq"] for r in reps]
-    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs
-    assert any(x.get("cpuPercent", 0) > 0 for x in samples), samples
+    check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs)
+    check(any(x.get("cpuPercent", 0) > 0 for x in samples), samples)
     # History survives a restart of the agent. The test driver forgets its domains at
     # every open, so the server is created again (same id); its history is on disk.
     restart = time.time()
@@ -172,7 +172,7 @@ def events_and_metrics(s):
                            "vmPassword": "Sup3r!secret"})
     r, _ = run.job("vps.metrics")
     before = [p for p in r["data"]["series"]["points"] if p["at"] < time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(restart))]
-    assert before and any(p.get("cpuPercent", 0) > 0 for p in before), r
+    check(before and any(p.get("cpuPercent", 0) > 0 for p in before), r)
 
 
 def nft_list(table="nodeagent"):
@@ -181,6 +181,7 @@ def nft_list(table="nodeagent"):
     return r.stdout if r.returncode == 0 else ""
 
 
+@needs("root", "netns")
 @with_setup(agent_conf=conf)
 def firewall(s):
     """vps.firewall.set then .get round-trips every field through the controller link;
@@ -206,18 +207,18 @@ def firewall(s):
     ]}
     r, _ = run.job("vps.firewall.set", cfg)
     live = r["data"]
-    assert live["enabled"] is True and live["inboundPolicy"] == "deny" and live["outboundPolicy"] == "allow", live
-    assert len(live["rules"]) == 5 and all(isinstance(x["id"], int) for x in live["rules"]), live
+    check(live["enabled"] is True and live["inboundPolicy"] == "deny" and live["outboundPolicy"] == "allow", live)
+    check(len(live["rules"]) == 5 and all(isinstance(x["id"], int) for x in live["rules"]), live)
     strip = [{k: v for k, v in x.items() if k != "id"} for x in live["rules"]]
     for want, got in zip(cfg["rules"], strip):
         for k, v in want.items():
             if k == "port" and not v:
                 continue
-            assert got.get(k) == v, (k, want, got)
+            check(got.get(k) == v, (k, want, got))
     r, _ = run.job("vps.firewall.get")
-    assert r["data"] == live, (r["data"], live)
+    check(r["data"] == live, (r["data"], live))
     text = nft_list()
-    assert "ssh from the office" in text and "nav" in text, text
+    check("ssh from the office" in text and "nav" in text, text)
 
     # Bad input: every problem on its path, nothing changes.
     bad = {"enabled": True, "inboundPolicy": "deny", "outboundPolicy": "allow", "rules": [
@@ -227,24 +228,24 @@ def firewall(s):
          "action": "maybe", "enabled": True, "comment": "y" * 300}]}
     r, _ = run.job("vps.firewall.set", bad, ok="VALIDATION_ERROR")
     d = r["error"]["details"]["rules"]
-    assert {"port", "source"} <= set(d["0"]) and {"type", "port", "action", "comment"} <= set(d["1"]), d
+    check({"port", "source"} <= set(d["0"]) and {"type", "port", "action", "comment"} <= set(d["1"]), d)
     r, _ = run.job("vps.firewall.get")
-    assert r["data"] == live
+    check(r["data"] == live)
 
     # A rule added by hand is drift: reported as an event, shown by get.
     import subprocess
     chain = [line.split()[1] for line in text.splitlines() if line.strip().startswith("chain nav") and "-in" in line][0]
     subprocess.run(["nft", "add", "rule", "inet", "nodeagent", chain, "tcp", "dport", "3306", "accept"], check=True)
     r, _ = run.job("vps.firewall.get")
-    assert len(r["data"]["rules"]) == 6, r
+    check(len(r["data"]["rules"]) == 6, r)
     wait_for(lambda: any(e["type"] == "firewall.drift" and e["targetId"] == VPS
                          for rep in s.controller.state()["reports"] for e in rep["events"]), 15, "the drift event")
 
     # Off keeps the rules; set again replaces the hand-made one; delete removes the chains.
     r, _ = run.job("vps.firewall.set", dict(cfg, enabled=False))
-    assert r["data"]["enabled"] is False and len(r["data"]["rules"]) == 5, r
+    check(r["data"]["enabled"] is False and len(r["data"]["rules"]) == 5, r)
     run.job("vps.delete")
-    assert "nav" not in nft_list().replace("navigation", ""), nft_list()
+    check("nav" not in nft_list().replace("navigation", ""), nft_list())
     run.job("vps.firewall.set", cfg, ok="VPS_NOT_FOUND")
 
 
