@@ -14,6 +14,11 @@
  *  - "acpi" (template nodeagent-test-tiny-acpi) powers off on the power button like
  *    a real distribution: create, a graceful stop, start, a real reboot, delete.
  *
+ * Each server's life is one cmocka test of ordered steps (run_steps) with its own
+ * setup (leftovers of an earlier run removed) and teardown (the server removed): a
+ * failed step ends its test there, says which step it was, and no later step runs
+ * on what it left behind; the two servers do not depend on each other.
+ *
  * Whether a stop was graceful or forced is read from libvirt's shut-off reason, not
  * from timings. Server ids derive from the build directory: a run killed half-way
  * is cleaned up by the next one, and two build directories never share a server.
@@ -159,6 +164,9 @@ struct server {
         char disk_path[700];
         char console_log[700];       /* where vm.h says the serial console is logged */
         struct vmr_console *console; /* while it runs */
+        /* Its life as ordered steps (run_steps): the step running, how many passed. */
+        const char *step;
+        size_t n_steps, steps_done;
 };
 
 static struct {
@@ -173,13 +181,10 @@ static struct {
         struct vm_conn *conn;
         virConnectPtr virt;          /* the test's own connection: console and checks */
         struct vmr_boots boots;      /* every boot seen, both servers */
-        int passed;                  /* steps that reached their end */
 } T = {
         .plain = { .label = "plain", .template_id = TEMPLATE_PLAIN },
         .acpi = { .label = "acpi", .template_id = TEMPLATE_ACPI },
 };
-
-#define N_STEPS 13
 
 static const char *err_text(const struct na_error *e, char *buf, size_t len)
 {
@@ -478,19 +483,17 @@ static void delete_server(struct server *srv)
         OK(T.vm->remove(T.conn, srv->id, &err)); /* idempotent */
 }
 
-/* ---- the steps, in order ------------------------------------------------------------- */
+/* ---- the steps, in order (plain_steps and acpi_steps below) ------------------------------ */
 
 /* ---- "plain": a guest that ignores ACPI ---------------------------------------------- */
 
-static void test_plain_create_boots(void **state)
+static void step_plain_create_boots(struct server *srv)
 {
-        create_and_boot(&T.plain, false);
-        T.passed++;
+        create_and_boot(srv, false);
 }
 
-static void test_plain_status_and_start_converges(void **state)
+static void step_plain_status_and_start_converges(struct server *srv)
 {
-        struct server *srv = &T.plain;
         struct na_error err = NA_ERROR_INIT;
         struct proto_vps_status st;
         OK(T.vm->status(T.conn, srv->id, &st, &err));
@@ -509,12 +512,10 @@ static void test_plain_status_and_start_converges(void **state)
         power(srv, PROTO_VPS_POWER_START, 0, PROTO_VPS_RUNNING, "start while running");
         char boot[VMR_BOOT_ID_LEN + 1];
         assert_int_equal(vmr_console_wait_boot(srv->console, &T.boots, 0, boot), -ETIMEDOUT);
-        T.passed++;
 }
 
-static void test_plain_stop_forced_after_grace(void **state)
+static void step_plain_stop_forced_after_grace(struct server *srv)
 {
-        struct server *srv = &T.plain;
         int mark = events_mark();
         uint64_t t0 = na_now_mono_us();
         power(srv, PROTO_VPS_POWER_STOP, STOP_GRACE_SEC, PROTO_VPS_STOPPED, "stop (ACPI ignored)");
@@ -529,12 +530,10 @@ static void test_plain_stop_forced_after_grace(void **state)
         /* Converges: stopping a stopped server succeeds. */
         power(srv, PROTO_VPS_POWER_STOP, STOP_GRACE_SEC, PROTO_VPS_STOPPED, "stop again");
         assert_true(inventory_has(srv, "stopped"));
-        T.passed++;
 }
 
-static void test_plain_start_boots(void **state)
+static void step_plain_start_boots(struct server *srv)
 {
-        struct server *srv = &T.plain;
         int mark = events_mark();
         uint64_t t0 = na_now_mono_us();
         power(srv, PROTO_VPS_POWER_START, 0, PROTO_VPS_RUNNING, "start (call)");
@@ -542,27 +541,23 @@ static void test_plain_start_boots(void **state)
         expect_new_boot(srv, "start", t0);
         assert_true(wait_event(mark, srv->id, PROTO_VPS_RUNNING));
         assert_state(status_state(srv), PROTO_VPS_RUNNING, "status after start");
-        T.passed++;
 }
 
-static void test_plain_reboot_accepted(void **state)
+static void step_plain_reboot_accepted(struct server *srv)
 {
         /*
          * A cold reboot: this guest ignores the power button, like a hung one, so the
          * driver forces it off after graceSec and starts it again: a new boot.
          */
-        struct server *srv = &T.plain;
         uint64_t t0 = na_now_mono_us();
         power(srv, PROTO_VPS_POWER_REBOOT, STOP_GRACE_SEC, PROTO_VPS_RUNNING, "reboot (ACPI ignored)");
         assert_true(na_now_mono_us() - t0 >= (uint64_t)STOP_GRACE_SEC * NA_USEC_PER_SEC);
         expect_new_boot(srv, "reboot", t0);
         assert_state(status_state(srv), PROTO_VPS_RUNNING, "status after reboot");
-        T.passed++;
 }
 
-static void test_plain_force_stop(void **state)
+static void step_plain_force_stop(struct server *srv)
 {
-        struct server *srv = &T.plain;
         int mark = events_mark();
         power(srv, PROTO_VPS_POWER_FORCE_STOP, 0, PROTO_VPS_STOPPED, "force-stop");
         assert_shutoff_reason(srv, VIR_DOMAIN_SHUTOFF_DESTROYED, "force-stop");
@@ -570,7 +565,6 @@ static void test_plain_force_stop(void **state)
         assert_state(status_state(srv), PROTO_VPS_STOPPED, "status after force-stop");
         assert_true(wait_event(mark, srv->id, PROTO_VPS_STOPPED));
         power(srv, PROTO_VPS_POWER_FORCE_STOP, 0, PROTO_VPS_STOPPED, "force-stop again");
-        T.passed++;
 }
 
 static void assert_snapshots(const struct server *srv, const char *const *ids, size_t n, const char *current)
@@ -597,9 +591,8 @@ static void assert_snapshots(const struct server *srv, const char *const *ids, s
         free(list);
 }
 
-static void test_plain_snapshots(void **state)
+static void step_plain_snapshots(struct server *srv)
 {
-        struct server *srv = &T.plain;
         struct na_error err = NA_ERROR_INIT;
         struct proto_vps_snapshot s1, s1again, s2, s3;
         static const char *const one[] = { "s1" };
@@ -661,12 +654,10 @@ static void test_plain_snapshots(void **state)
         assert_snapshots(srv, NULL, 0, NULL);
         OK(T.vm->snapshot_delete(T.conn, srv->id, "s2", &err)); /* deleted before: converged */
         assert_state(status_state(srv), PROTO_VPS_RUNNING, "after deleting snapshots");
-        T.passed++;
 }
 
-static void test_plain_exec_without_agent(void **state)
+static void step_plain_exec_without_agent(struct server *srv)
 {
-        struct server *srv = &T.plain;
         struct na_error err = NA_ERROR_INIT;
         assert_state(status_state(srv), PROTO_VPS_RUNNING, "before exec");
         char *const argv[] = { (char *)"/bin/true", NULL };
@@ -683,26 +674,22 @@ static void test_plain_exec_without_agent(void **state)
         na_error_clear(&err);
         /* Within a bound: an absent agent never holds a job for long. */
         assert_true(took < (uint64_t)EXEC_BOUND_SEC * NA_USEC_PER_SEC);
-        T.passed++;
 }
 
-static void test_plain_delete(void **state)
+static void step_delete(struct server *srv)
 {
-        delete_server(&T.plain);
-        T.passed++;
+        delete_server(srv);
 }
 
 /* ---- "acpi": a guest that powers off on the power button ------------------------------ */
 
-static void test_acpi_create_boots(void **state)
+static void step_acpi_create_boots(struct server *srv)
 {
-        create_and_boot(&T.acpi, true);
-        T.passed++;
+        create_and_boot(srv, true);
 }
 
-static void test_acpi_stop_graceful(void **state)
+static void step_acpi_stop_graceful(struct server *srv)
 {
-        struct server *srv = &T.acpi;
         int mark = events_mark();
         power(srv, PROTO_VPS_POWER_STOP, ACPI_GRACE_SEC, PROTO_VPS_STOPPED, "stop (graceful)");
         /* The guest saw the button and shut down by itself: nothing was forced. */
@@ -711,12 +698,10 @@ static void test_acpi_stop_graceful(void **state)
         console_close(srv);
         assert_true(wait_event(mark, srv->id, PROTO_VPS_STOPPED));
         assert_state(status_state(srv), PROTO_VPS_STOPPED, "status after stop");
-        T.passed++;
 }
 
-static void test_acpi_start_and_reboot(void **state)
+static void step_acpi_start_and_reboot(struct server *srv)
 {
-        struct server *srv = &T.acpi;
         uint64_t t0 = na_now_mono_us();
         power(srv, PROTO_VPS_POWER_START, 0, PROTO_VPS_RUNNING, "start (call)");
         console_open(srv);
@@ -727,13 +712,6 @@ static void test_acpi_start_and_reboot(void **state)
         power(srv, PROTO_VPS_POWER_REBOOT, STOP_GRACE_SEC, PROTO_VPS_RUNNING, "reboot (call)");
         expect_new_boot(srv, "reboot", t0);
         assert_state(status_state(srv), PROTO_VPS_RUNNING, "status after reboot");
-        T.passed++;
-}
-
-static void test_acpi_delete(void **state)
-{
-        delete_server(&T.acpi);
-        T.passed++;
 }
 
 /* ---- setup, teardown, main ------------------------------------------------------------ */
@@ -780,15 +758,92 @@ static int group_setup(void **state)
                 na_error_clear(&err);
                 return -1;
         }
-        /* What a run killed half-way left behind. */
-        const struct server *all[] = { &T.plain, &T.acpi };
-        for (size_t i = 0; i < ARRAY_SIZE(all); i++)
-                if (T.vm->remove(T.conn, all[i]->id, &err) < 0) {
-                        fprintf(stderr, "vm-real: remove a leftover %s: %s\n", all[i]->id, err.message);
-                        na_error_clear(&err);
-                        return -1;
-                }
         return 0;
+}
+
+/* ---- one server's life: ordered steps between its own setup and teardown -------------- */
+
+struct step {
+        const char *name;
+        void (*run)(struct server *srv);
+};
+
+static const struct step plain_steps[] = {
+        { "create (it boots)", step_plain_create_boots },
+        { "status; start while running converges", step_plain_status_and_start_converges },
+        { "stop: forced after graceSec", step_plain_stop_forced_after_grace },
+        { "start (it boots)", step_plain_start_boots },
+        { "reboot: forced, a new boot", step_plain_reboot_accepted },
+        { "force-stop", step_plain_force_stop },
+        { "snapshots stopped and live", step_plain_snapshots },
+        { "exec without a guest agent", step_plain_exec_without_agent },
+        { "delete", step_delete },
+};
+
+static const struct step acpi_steps[] = {
+        { "create (it boots)", step_acpi_create_boots },
+        { "stop: graceful", step_acpi_stop_graceful },
+        { "start and a real reboot", step_acpi_start_and_reboot },
+        { "delete", step_delete },
+};
+
+/* Run the steps in order; a failed assertion leaves through cmocka, so none after it runs. */
+static void run_steps(struct server *srv, const struct step *steps, size_t n)
+{
+        srv->n_steps = n;
+        for (size_t i = 0; i < n; i++) {
+                srv->step = steps[i].name;
+                print_message("[ step     ] %s %zu/%zu: %s\n", srv->label, i + 1, n, steps[i].name);
+                steps[i].run(srv);
+                srv->steps_done = i + 1;
+        }
+}
+
+static void test_plain(void **state)
+{
+        run_steps(*state, plain_steps, ARRAY_SIZE(plain_steps));
+}
+
+static void test_acpi(void **state)
+{
+        run_steps(*state, acpi_steps, ARRAY_SIZE(acpi_steps));
+}
+
+/* Before a server's life: nothing of it exists (what a run killed half-way left is removed). */
+static int server_setup(void **state)
+{
+        struct server *srv = *state;
+        struct na_error err = NA_ERROR_INIT;
+        console_close(srv);
+        srv->step = NULL;
+        srv->n_steps = srv->steps_done = 0;
+        if (T.vm->remove(T.conn, srv->id, &err) < 0) {
+                fprintf(stderr, "vm-real: %s: remove a leftover %s: %s\n", srv->label, srv->id, err.message);
+                na_error_clear(&err);
+                return -1;
+        }
+        return 0;
+}
+
+/* After it, passed or not: say where it stopped, and remove the server. */
+static int server_teardown(void **state)
+{
+        struct server *srv = *state;
+        if (srv->steps_done < srv->n_steps || srv->n_steps == 0)
+                print_message("[ vm-real  ] %s: FAILED at step %zu/%zu (%s); the steps after it did not run\n",
+                              srv->label, srv->steps_done + 1, srv->n_steps, srv->step ? srv->step : "?");
+        console_close(srv);
+        struct na_error err = NA_ERROR_INIT;
+        if (T.vm->remove(T.conn, srv->id, &err) < 0)
+                fprintf(stderr, "vm-real: %s: teardown: remove %s: %s\n", srv->label, srv->id, err.message);
+        na_error_clear(&err);
+        return 0;
+}
+
+static bool all_steps_passed(void)
+{
+        return T.plain.n_steps && T.plain.steps_done == T.plain.n_steps && T.acpi.n_steps &&
+               T.acpi.steps_done == T.acpi.n_steps;
 }
 
 static void pool_remove(void)
@@ -808,14 +863,6 @@ static void pool_remove(void)
 
 static int group_teardown(void **state)
 {
-        struct server *all[] = { &T.plain, &T.acpi };
-        for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
-                console_close(all[i]);
-                struct na_error err = NA_ERROR_INIT;
-                if (T.conn && T.vm->remove(T.conn, all[i]->id, &err) < 0)
-                        fprintf(stderr, "vm-real: teardown: remove %s: %s\n", all[i]->id, err.message);
-                na_error_clear(&err);
-        }
         if (T.conn) {
                 T.vm->close(T.conn);
                 T.conn = NULL;
@@ -825,7 +872,7 @@ static int group_teardown(void **state)
                 virConnectClose(T.virt);
                 T.virt = NULL;
         }
-        if (T.passed == N_STEPS)
+        if (all_steps_passed())
                 rm_tree(T.state_dir); /* kept for a look when a step failed */
         return 0;
 }
@@ -867,27 +914,16 @@ int main(void)
         }
         timing("guest built (or cached)", t0);
 
-        const struct CMUnitTest steps[] = {
-                cmocka_unit_test(test_plain_create_boots),
-                cmocka_unit_test(test_plain_status_and_start_converges),
-                cmocka_unit_test(test_plain_stop_forced_after_grace),
-                cmocka_unit_test(test_plain_start_boots),
-                cmocka_unit_test(test_plain_reboot_accepted),
-                cmocka_unit_test(test_plain_force_stop),
-                cmocka_unit_test(test_plain_snapshots),
-                cmocka_unit_test(test_plain_exec_without_agent),
-                cmocka_unit_test(test_plain_delete),
-                cmocka_unit_test(test_acpi_create_boots),
-                cmocka_unit_test(test_acpi_stop_graceful),
-                cmocka_unit_test(test_acpi_start_and_reboot),
-                cmocka_unit_test(test_acpi_delete),
+        const struct CMUnitTest lives[] = {
+                cmocka_unit_test_prestate_setup_teardown(test_plain, server_setup, server_teardown, &T.plain),
+                cmocka_unit_test_prestate_setup_teardown(test_acpi, server_setup, server_teardown, &T.acpi),
         };
-        _Static_assert(ARRAY_SIZE(steps) == N_STEPS, "N_STEPS");
-        int failed = cmocka_run_group_tests_name("vm-real", steps, group_setup, group_teardown);
+        int failed = cmocka_run_group_tests_name("vm-real", lives, group_setup, group_teardown);
 
         if (run(stop) != 0)
                 fprintf(stderr, "vm-real: libvirtd.sh stop failed\n");
         timing("whole test", t_all);
-        print_message("[ vm-real  ] %d boots seen; %d of %d steps passed\n", T.boots.n, T.passed, N_STEPS);
-        return failed == 0 ? 0 : 1;
+        print_message("[ vm-real  ] %d boots seen; steps passed: plain %zu of %zu, acpi %zu of %zu\n", T.boots.n,
+                      T.plain.steps_done, ARRAY_SIZE(plain_steps), T.acpi.steps_done, ARRAY_SIZE(acpi_steps));
+        return failed == 0 && all_steps_passed() ? 0 : 1;
 }
