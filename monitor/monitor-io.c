@@ -8,6 +8,7 @@
 
 #define READ_CHUNK 8192u
 #define READ_BUDGET (64u * 1024u) /* per readiness event, so one stream cannot starve the rest */
+#define DRAIN_BUDGET (16u * 1024u * 1024u) /* after the end: a writer outside the container cannot hold us */
 
 static void started_matched(struct monitor *m)
 {
@@ -121,7 +122,7 @@ void mon_output_flush_partial(struct monitor *m)
 void mon_output_drain(struct monitor *m)
 {
         for (int i = 0; i < 2; i++)
-                stream_read(m, &m->out[i], SIZE_MAX);
+                stream_read(m, &m->out[i], DRAIN_BUDGET);
         for (int i = 0; i < 2; i++)
                 if (m->out[i].len > 0)
                         emit(m, &m->out[i]);

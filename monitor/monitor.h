@@ -18,7 +18,7 @@
 
 #define MON_CLIENTS_MAX 16
 #define MON_STDIN_BUF (64u * 1024u)
-#define MON_MSG_MAX 4200u          /* largest client message: 'L' + 4096 bytes + slack */
+#define MON_MSG_MAX (APP_RING_TEXT_MAX + 64u) /* largest client message: 'S' + a ring line, with slack */
 #define MON_LINE_MAX 4096u         /* console line text */
 #define MON_PARTIAL_FLUSH_MS 100
 #define MON_START_TIMEOUT_MS 60000

@@ -17,6 +17,7 @@
 #define SPAWN_TIMEOUT_MS 75000
 #define REQUEST_TIMEOUT_MS 2000
 #define LINE_MAX_BYTES 4096
+#define SYSTEM_MAX_BYTES 8192 /* APP_RING_TEXT_MAX: the monitor takes a system line up to one ring record */
 #define MONITOR_NAME "nodeagent-monitor"
 
 static bool abs_path(const char *p) { return p && p[0] == '/' && strlen(p) < PATH_MAX; }
@@ -205,9 +206,9 @@ int app_monitor_send(int fd, char type, const char *text, size_t len, struct na_
 {
         if (type != 'L' && type != 'S')
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "app monitor: unknown message type %c", type);
-        if (len > LINE_MAX_BYTES * 2)
+        if (len > (type == 'L' ? LINE_MAX_BYTES : SYSTEM_MAX_BYTES))
                 return na_error_set(err, EMSGSIZE, NA_E_VALIDATION, "app monitor: message too long");
-        char msg[1 + LINE_MAX_BYTES * 2];
+        char msg[1 + SYSTEM_MAX_BYTES];
         msg[0] = type;
         memcpy(msg + 1, text, len);
         ssize_t n = RETRY_EINTR(send(fd, msg, len + 1, MSG_NOSIGNAL | MSG_DONTWAIT));

@@ -61,7 +61,11 @@ int app_monitor_spawn(const struct app_monitor_spec *spec, pid_t *ret_monitor_pi
 /* A non-blocking, close-on-exec connection to dir/monitor.sock (INVALID_STATE when no monitor listens). */
 int app_monitor_connect(const char *dir, int *ret_fd, struct na_error *err);
 
-/* Send one L or S message on a connection (non-blocking; -EAGAIN when the socket is full). */
+/*
+ * Send one L (text at most 4096 bytes) or S (at most 8192) message on a connection
+ * (non-blocking; -EAGAIN, no error set, when the socket is full). The answer (K or E)
+ * arrives on the connection among the notifications.
+ */
 int app_monitor_send(int fd, char type, const char *text, size_t len, struct na_error *err);
 
 /*

@@ -493,6 +493,52 @@ static void test_survives_spawner_kill(void **state)
         app_cleanup(&a);
 }
 
+/* Console lines are refused, not lost silently, when stdin's buffer is full or the app closed its stdin. */
+static void test_stdin_refusals(void **state)
+{
+        struct app a;
+        app_init(&a, "stdin", "echo up; sleep 2; exec 0<&-; echo closed; sleep 30");
+        struct app_monitor_spec spec = app_spec(&a, NULL);
+        struct na_error err = NA_ERROR_INIT;
+        pid_t mpid = 0;
+        if (app_monitor_spawn(&spec, &mpid, NULL, &err) < 0)
+                fail_msg("spawn: %s", err.message);
+        char line[4097];
+        memset(line, 'x', 4096);
+        line[4096] = '\0';
+        int accepted = 0;
+        for (; accepted < 100; accepted++)
+                if (app_monitor_send_line(a.dir, line, &err) < 0)
+                        break;
+        /* The pipe (64 KiB) and the monitor's buffer (64 KiB) take about 31 lines of 4 KiB. */
+        assert_true(accepted >= 20 && accepted <= 40);
+        assert_string_equal(err.code, NA_E_INVALID_STATE);
+        assert_non_null(strstr(err.message, "full"));
+        na_error_clear(&err);
+
+        assert_true(wait_line(a.dir, "closed", 10000).seq > 0);
+        int64_t end = now_ms() + 3000;
+        int r;
+        while ((r = app_monitor_send_line(a.dir, "hello?", &err)) == 0 && now_ms() < end) {
+                usleep(50000); /* the first write after the close may still find the pipe */
+        }
+        assert_int_equal(r, -EAGAIN);
+        assert_non_null(strstr(err.message, "stdin is closed"));
+        na_error_clear(&err);
+
+        const char *argv[] = { CRUN, "--root", fx.crun_root, "kill", a.id, "KILL", NULL };
+        if (na_spawn((char *const *)argv, NULL, NULL, 0, &err) < 0)
+                fail_msg("crun kill: %s", err.message);
+        assert_true(wait_monitor_gone(a.dir, mpid, 10000));
+        struct app_exit ex;
+        assert_int_equal(app_monitor_read_exit(a.dir, &ex, &err), 0);
+        assert_int_equal(ex.signal, 9);
+        assert_int_equal(ex.code, 137);
+        assert_int_equal(ring_find(a.dir, "killed by signal 9 (KILL)").stream, APP_RING_SYSTEM);
+        assert_false(crun_knows(a.id));
+        app_cleanup(&a);
+}
+
 /* A second run of the same app: its seq continues after the first run's, and last run's files are gone. */
 static void test_second_run_continues(void **state)
 {
@@ -538,6 +584,7 @@ int main(void)
                 cmocka_unit_test(test_start_failure),
                 cmocka_unit_test(test_survives_spawner_kill),
                 cmocka_unit_test(test_second_run_continues),
+                cmocka_unit_test(test_stdin_refusals),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
