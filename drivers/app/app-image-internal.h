@@ -53,8 +53,9 @@ int app_image_resolve_descriptor(int layout_fd, const char *label, json_t *desc,
 
 /*
  * Call fn for every layout under images_dir (a directory holding oci-layout and
- * index.json; its name is the path below images_dir), never following symbolic
- * links. A negative return of fn stops the walk and is returned.
+ * index.json; its name is the path below images_dir), in name order, never
+ * following symbolic links; layouts below a layout are found too (its blobs/ is
+ * not searched). A non-zero return of fn stops the walk and is returned.
  */
 int app_layouts_walk(const char *images_dir, int (*fn)(void *userdata, const char *name, int layout_fd, struct na_error *err),
                      void *userdata, struct na_error *err);

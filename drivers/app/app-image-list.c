@@ -20,8 +20,13 @@ static int walk_dir(int dir_fd, char *name, size_t len, int depth,
                     int (*fn)(void *userdata, const char *name, int layout_fd, struct na_error *err), void *userdata,
                     struct na_error *err)
 {
-        if (len && is_regular_at(dir_fd, "oci-layout") && is_regular_at(dir_fd, "index.json"))
-                return fn(userdata, name, dir_fd, err);
+        /* A layout may hold more layouts below it ("games" and "games/mc"), beside its blobs. */
+        bool layout = len && is_regular_at(dir_fd, "oci-layout") && is_regular_at(dir_fd, "index.json");
+        if (layout) {
+                int r = fn(userdata, name, dir_fd, err);
+                if (r != 0)
+                        return r;
+        }
         if (depth >= WALK_DEPTH_MAX)
                 return 0;
         /* Sorted, so the walk (and the list) does not depend on directory order. */
@@ -34,7 +39,8 @@ static int walk_dir(int dir_fd, char *name, size_t len, int depth,
                 const char *c = names[i]->d_name;
                 size_t cl = strlen(c);
                 /* Only names a reference can spell: lowercase, digits, '.', '_', '-', never "." or "..". */
-                bool ok = r == 0 && !streq(c, ".") && !streq(c, "..") && len + 1 + cl <= PROTO_IMAGE_NAME_MAX;
+                bool ok = r == 0 && !streq(c, ".") && !streq(c, "..") && !(layout && streq(c, "blobs")) &&
+                          len + 1 + cl <= PROTO_IMAGE_NAME_MAX;
                 for (const char *p = c; ok && *p; p++)
                         ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
                              *p == '-';

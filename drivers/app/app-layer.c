@@ -193,10 +193,10 @@ static int open_parent(struct layer *l, const char *parent, const char *entry, b
                 int next = app_openat_beneath(cur, comp, O_PATH | O_DIRECTORY, true);
                 if (next < 0 && errno == ENOENT) {
                         if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
-                                return na_error_sys(err, errno, "entry \"%.300s\": create %s", entry, walked);
+                                return na_error_sys(err, errno, "entry \"%.300s\": create a parent directory", entry);
                         if (fchmodat(cur, comp, 0755, 0) < 0 || app_pathset_mark(&l->made, walked) < 0)
-                                return na_error_sys(err, errno ? errno : ENOMEM, "entry \"%.300s\": create %s", entry,
-                                                    walked);
+                                return na_error_sys(err, errno ? errno : ENOMEM,
+                                                    "entry \"%.300s\": create a parent directory", entry);
                         next = app_openat_beneath(cur, comp, O_PATH | O_DIRECTORY, true);
                 }
                 if (next < 0) {
@@ -204,7 +204,7 @@ static int open_parent(struct layer *l, const char *parent, const char *entry, b
                                 snprintf(why, sizeof(why), "its parent path %s", resolve_error(errno));
                                 return refuse(err, entry, why);
                         }
-                        return na_error_sys(err, errno, "entry \"%.300s\": open %s", entry, walked);
+                        return na_error_sys(err, errno, "entry \"%.300s\": open a parent directory", entry);
                 }
                 close(cur);
                 cur = next;
@@ -468,16 +468,28 @@ static int make_hardlink(struct layer *l, const char *raw, const char *target_ra
         return 0;
 }
 
+/* A name for messages: at most 300 bytes, control and non-ASCII bytes as '?' (messages stay valid UTF-8). */
+static const char *shown_name(const char *name, char out[301])
+{
+        size_t i = 0;
+        for (; name && name[i] && i < 300; i++)
+                out[i] = (unsigned char)name[i] < 0x20 || (unsigned char)name[i] >= 0x7f ? '?' : name[i];
+        out[i] = '\0';
+        return out;
+}
+
 static int apply_entry(struct layer *l, struct archive *a, struct archive_entry *e, struct na_error *err)
 {
-        const char *raw = archive_entry_pathname(e);
-        if (!raw)
-                raw = archive_entry_pathname_utf8(e);
+        const char *name = archive_entry_pathname(e);
+        if (!name)
+                name = archive_entry_pathname_utf8(e);
+        char shown[301];
+        const char *raw = shown_name(name, shown); /* only for messages */
         char pbuf[PATH_MAX];
         const char *why = NULL;
-        const char *clean = clean_path(raw, pbuf, &why);
+        const char *clean = clean_path(name, pbuf, &why);
         if (!clean)
-                return refuse(err, raw ? raw : "?", why);
+                return refuse(err, raw, why);
         const char *target = archive_entry_hardlink(e);
         if (!target)
                 target = archive_entry_hardlink_utf8(e);

@@ -507,6 +507,9 @@ static void test_list(void **state)
         char *layout = pathf("%s/games/mc", f->images);
         json_t *j = mkimage_json(layout, "2", NULL, NULL, NULL);
         free(layout);
+        layout = pathf("%s/games", f->images); /* a layout above another */
+        free(mkimage(layout, "0", NULL));
+        free(layout);
         struct na_error err = NA_ERROR_INIT;
         _cleanup_json_ json_t *list = NULL;
         assert_int_equal(app_image_list(f->images, &list, &err), 0);
@@ -514,6 +517,7 @@ static void test_list(void **state)
         assert_non_null(bb);
         assert_non_null(mc);
         assert_non_null(idx);
+        assert_non_null(find_image(list, "games:0"));
         assert_string_equal(jstr(bb, "digest"), jstr(f->bb, "digest"));
         assert_int_equal(json_integer_value(json_object_get(bb, "sizeBytes")),
                          json_integer_value(json_object_get(f->bb, "sizeBytes")));
