@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@ static const struct key_def keys[] = {
         { "controller", "allow_insecure_http", K_BOOL, OFF(allow_insecure_http), false, "false", 0, 0 },
         { "controller", "poll_wait_sec", K_UINT, OFF(poll_wait_sec), false, "30", 1, 60 },
 
+        { "vm", "driver", K_STRING, OFF(vm_driver), false, "libvirt", 0, 0 },
         { "vm", "uri", K_STRING, OFF(vm_uri), false, "qemu:///system", 0, 0 },
         { "vm", "templates_file", K_PATH, OFF(templates_file), false, "/etc/nodeagent/templates.json", 0, 0 },
         { "vm", "images_dir", K_PATH, OFF(images_dir), false, "/var/lib/nodeagent/images", 0, 0 },
@@ -242,19 +244,79 @@ int config_defaults(struct agent_config **ret, struct na_error *err)
         return 0;
 }
 
+/*
+ * Open the token file and check what was opened (not the path, which could be
+ * swapped between a check and the open): a regular file, not readable by group or
+ * others, not empty. Returns the open descriptor.
+ */
+static int open_token_file(const char *path, struct na_error *err)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return na_error_sys(err, errno, "token file %s", path);
+        struct stat st;
+        const char *why = NULL;
+        int r = 0;
+        if (fstat(fd, &st) < 0)
+                r = na_error_sys(err, errno, "token file %s", path);
+        else if (!S_ISREG(st.st_mode))
+                why = "is not a regular file";
+        else if (st.st_mode & (S_IRWXG | S_IRWXO))
+                r = na_error_set(err, EPERM, NA_E_INTERNAL,
+                                 "token file %s is readable by group or others (mode %04o); chmod 600 it", path,
+                                 (unsigned)(st.st_mode & 07777));
+        else if (st.st_size == 0)
+                why = "is empty";
+        if (why)
+                r = na_error_set(err, EINVAL, NA_E_INTERNAL, "token file %s %s", path, why);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
 int config_check_token_file(const char *path, struct na_error *err)
 {
-        struct stat st;
-        if (stat(path, &st) < 0)
-                return na_error_sys(err, errno, "token file %s", path);
-        if (!S_ISREG(st.st_mode))
-                return na_error_set(err, EINVAL, NA_E_INTERNAL, "token file %s is not a regular file", path);
-        if (st.st_mode & (S_IRWXG | S_IRWXO))
-                return na_error_set(err, EPERM, NA_E_INTERNAL,
-                                    "token file %s is readable by group or others (mode %04o); chmod 600 it", path,
-                                    (unsigned)(st.st_mode & 07777));
-        if (st.st_size == 0)
-                return na_error_set(err, EINVAL, NA_E_INTERNAL, "token file %s is empty", path);
+        int fd = open_token_file(path, err);
+        if (fd < 0)
+                return fd;
+        close(fd);
+        return 0;
+}
+
+int config_read_token(const char *path, size_t max, char **ret, struct na_error *err)
+{
+        _cleanup_close_ int fd = open_token_file(path, err);
+        if (fd < 0)
+                return fd;
+        _cleanup_free_ char *text = malloc(max + 1);
+        if (!text)
+                return na_error_sys(err, ENOMEM, "token file %s", path);
+        size_t len = 0;
+        while (len < max) {
+                ssize_t n = read(fd, text + len, max - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return na_error_sys(err, errno, "read token file %s", path);
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        text[len] = '\0';
+        text[strcspn(text, "\r\n")] = '\0';
+        size_t n = strlen(text);
+        if (n == 0)
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "token file %s: empty first line", path);
+        if (n >= max)
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "token file %s: the token is longer than %zu bytes", path,
+                                    max - 1);
+        for (size_t i = 0; i < n; i++)
+                if (text[i] <= ' ' || text[i] > '~')
+                        return na_error_set(err, EINVAL, NA_E_INTERNAL,
+                                            "token file %s: the token must be printable ASCII without spaces", path);
+        *ret = TAKE_PTR(text);
         return 0;
 }
 

@@ -36,6 +36,7 @@ struct agent_config {
         int64_t poll_wait_sec;
 
         /* [vm] */
+        char *vm_driver; /* a name in services.c's table of VM drivers, or "none" */
         char *vm_uri;
         char *templates_file;
         char *images_dir;
@@ -72,3 +73,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct agent_config *, config_free)
 
 /* Check the token file: exists, regular, not readable by group or others, not empty. */
 int config_check_token_file(const char *path, struct na_error *err);
+/* The token: the first line of the file, checked as config_check_token_file() does on
+ * the descriptor it reads (max: the longest token accepted, in bytes). */
+int config_read_token(const char *path, size_t max, char **ret, struct na_error *err);

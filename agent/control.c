@@ -342,13 +342,23 @@ int control_open(struct loop *loop, struct jobs *jobs, const char *path, const s
                         return na_error_set(err, EADDRINUSE, NA_E_INTERNAL, "control socket %s: another agent is listening", path);
                 unlink(path);
         }
-        mode_t old = umask(0117);
-        int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-        umask(old);
-        if (r < 0)
+        /* Bound under a temporary name, given its mode, then renamed into place: no
+         * process-wide umask() (threads run already), and never a moment where the
+         * socket answers at the real path with a wider mode. */
+        struct sockaddr_un tmp = { .sun_family = AF_UNIX };
+        if ((size_t)snprintf(tmp.sun_path, sizeof(tmp.sun_path), "%s.%d.tmp", path, (int)getpid()) >= sizeof(tmp.sun_path))
+                return na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL, "control socket %s: path too long", path);
+        unlink(tmp.sun_path);
+        if (bind(fd, (struct sockaddr *)&tmp, sizeof(tmp)) < 0)
                 return na_error_sys(err, errno, "control socket %s: bind", path);
-        if (chmod(path, 0660) < 0 || listen(fd, 16) < 0)
+        if (chmod(tmp.sun_path, 0660) < 0 || rename(tmp.sun_path, path) < 0) {
+                int e = errno;
+                unlink(tmp.sun_path);
+                return na_error_sys(err, e, "control socket %s: mode and name", path);
+        }
+        if (listen(fd, 16) < 0)
                 return na_error_sys(err, errno, "control socket %s: listen", path);
+        int r;
 
         struct control *c = calloc(1, sizeof(*c));
         if (!c)

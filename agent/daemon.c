@@ -98,6 +98,12 @@ static json_t *link_inventory(void *userdata)
         return services_inventory(&a->services);
 }
 
+static json_t *link_capabilities(void *userdata)
+{
+        struct agent *a = userdata;
+        return services_capabilities(&a->services);
+}
+
 static json_t *link_metrics(void *userdata)
 {
         struct agent *a = userdata;
@@ -309,6 +315,7 @@ int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err
                 .store = a->store,
                 .reports = a->reports,
                 .inventory = link_inventory,
+                .capabilities = link_capabilities,
                 .metrics_samples = link_metrics,
                 .settings_applied = link_settings,
                 .userdata = a,

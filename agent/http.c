@@ -2,9 +2,14 @@
 
 #include <curl/curl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+
+#include "common/fault.h"
+
+#define HTTP_TAIL_KEEP (64u << 10) /* of an answer over HTTP_BODY_MAX, the last bytes kept */
 
 struct transfer {
         struct http *http;
@@ -16,6 +21,10 @@ struct transfer {
         char *body;
         size_t body_len, body_cap;
         bool too_big;
+        char *tail;                        /* over the cap: a ring of the last HTTP_TAIL_KEEP bytes */
+        size_t tail_pos;
+        uint64_t total_len;
+        char local_error[160];             /* failed before it reached the wire */
         int64_t retry_after_sec;
         char errbuf[CURL_ERROR_SIZE];
         struct transfer *next;             /* in the free list */
@@ -33,6 +42,8 @@ struct http {
         struct transfer *active;
         struct transfer *free_list;
         unsigned free_count;
+        struct transfer *failed_head, *failed_tail; /* failed locally, answered on the next loop turn */
+        struct loop_timer *fail_timer;
 };
 
 static void check_done(struct http *h);
@@ -92,9 +103,21 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
         struct transfer *t = userdata;
         size_t n = size * nmemb;
-        if (t->body_len + n > HTTP_BODY_MAX) {
-                t->too_big = true;
-                return 0;
+        t->total_len += n;
+        if (t->too_big || t->body_len + n > HTTP_BODY_MAX) {
+                /* Over the cap: keep the head we have and a ring of the last bytes, read on
+                 * to the end (the poll recovers an oversized job's id from either end). */
+                if (!t->tail) {
+                        t->tail = malloc(HTTP_TAIL_KEEP);
+                        if (!t->tail)
+                                return 0;
+                        t->too_big = true;
+                }
+                for (size_t i = n > HTTP_TAIL_KEEP ? n - HTTP_TAIL_KEEP : 0; i < n; i++) {
+                        t->tail[t->tail_pos % HTTP_TAIL_KEEP] = ptr[i];
+                        t->tail_pos++;
+                }
+                return n;
         }
         if (t->body_len + n + 1 > t->body_cap) {
                 size_t cap = t->body_cap ? t->body_cap : 4096;
@@ -153,6 +176,10 @@ static void transfer_recycle(struct http *h, struct transfer *t)
         free(t->body);
         t->body = NULL;
         t->body_len = t->body_cap = 0;
+        free(t->tail);
+        t->tail = NULL;
+        t->tail_pos = 0;
+        t->total_len = 0;
         if (h->free_count < 16) {
                 curl_easy_reset(t->easy); /* keeps the connection and session caches */
                 t->next = h->free_list;
@@ -191,21 +218,109 @@ static void check_done(struct http *h)
 
                 struct http_response resp = { .retry_after_sec = t->retry_after_sec, .transport_code = (int)code };
                 curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &resp.total_sec);
-                if (code == CURLE_OK) {
+                char *ring = NULL;
+                if (code == CURLE_OK && t->too_big) {
+                        /* Not an answer callers can read (status 0), but what is known of it. */
+                        curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &resp.truncated_status);
+                        snprintf(resp.error, sizeof(resp.error), "answer of %llu bytes, larger than %u",
+                                 (unsigned long long)t->total_len, HTTP_BODY_MAX);
+                        resp.truncated = true;
+                        resp.body = t->body ? t->body : "";
+                        resp.body_len = t->body_len;
+                        size_t keep = t->tail_pos < HTTP_TAIL_KEEP ? t->tail_pos : HTTP_TAIL_KEEP;
+                        ring = malloc(keep ? keep : 1);
+                        if (ring) {
+                                for (size_t i = 0; i < keep; i++)
+                                        ring[i] = t->tail[(t->tail_pos - keep + i) % HTTP_TAIL_KEEP];
+                                resp.tail = ring;
+                                resp.tail_len = keep;
+                        }
+                        resp.transport_code = CURLE_WRITE_ERROR;
+                } else if (code == CURLE_OK) {
                         curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &resp.status);
                         resp.body = t->body ? t->body : "";
                         resp.body_len = t->body_len;
-                } else if (t->too_big)
-                        snprintf(resp.error, sizeof(resp.error), "answer larger than %u bytes", HTTP_BODY_MAX);
-                else
+                } else
+
                         snprintf(resp.error, sizeof(resp.error), "%s", t->errbuf[0] ? t->errbuf : curl_easy_strerror(code));
                 t->done(t->userdata, &resp);
+                free(ring);
                 transfer_recycle(h, t);
         }
 }
 
-int http_request(struct http *h, const char *method, const char *url, const char *body, long timeout_ms,
-                 http_done_fn done, void *userdata)
+/* ---- failures before the wire: answered like a transport failure, never lost ---- */
+
+static void fail_fired(void *userdata)
+{
+        struct http *h = userdata;
+        struct transfer *t = h->failed_head;
+        h->failed_head = h->failed_tail = NULL;
+        while (t) {
+                struct transfer *next = t->next;
+                t->next = NULL;
+                struct http_response resp = { .retry_after_sec = -1, .transport_code = -1 };
+                snprintf(resp.error, sizeof(resp.error), "%s", t->local_error);
+                t->done(t->userdata, &resp);
+                transfer_recycle(h, t);
+                t = next;
+        }
+}
+
+static void fail_later(struct http *h, struct transfer *t, const char *why)
+{
+        snprintf(t->local_error, sizeof(t->local_error), "%s (before sending)", why);
+        t->next = NULL;
+        if (h->failed_tail)
+                h->failed_tail->next = t;
+        else
+                h->failed_head = t;
+        h->failed_tail = t;
+        loop_timer_arm_us(h->fail_timer, 0);
+}
+
+/* Without even a transfer to carry it: answered at once (callers allow for that). */
+static void fail_now(http_done_fn done, void *userdata, const char *why)
+{
+        struct http_response resp = { .retry_after_sec = -1, .transport_code = -1 };
+        snprintf(resp.error, sizeof(resp.error), "%s (before sending)", why);
+        done(userdata, &resp);
+}
+
+void http_fail(struct http *h, http_done_fn done, void *userdata, const char *why)
+{
+        struct transfer *t = calloc(1, sizeof(*t));
+        if (!t || !(t->easy = curl_easy_init())) {
+                free(t);
+                fail_now(done, userdata, why);
+                return;
+        }
+        t->http = h;
+        t->done = done;
+        t->userdata = userdata;
+        fail_later(h, t, why);
+}
+
+#define SETOPT(e, opt, val)                                                \
+        do {                                                               \
+                if (curl_easy_setopt((e), (opt), (val)) != CURLE_OK) {     \
+                        bad = #opt;                                        \
+                        goto refused;                                      \
+                }                                                          \
+        } while (0)
+
+static struct curl_slist *append(struct curl_slist *list, const char *line, bool *ok)
+{
+        struct curl_slist *n = *ok ? curl_slist_append(list, line) : NULL;
+        if (!n) {
+                *ok = false;
+                return list;
+        }
+        return n;
+}
+
+void http_request(struct http *h, const char *method, const char *url, const char *body, long timeout_ms,
+                  http_done_fn done, void *userdata)
 {
         struct transfer *t = h->free_list;
         if (t) {
@@ -213,12 +328,13 @@ int http_request(struct http *h, const char *method, const char *url, const char
                 h->free_count--;
         } else {
                 t = calloc(1, sizeof(*t));
-                if (!t)
-                        return -ENOMEM;
-                t->easy = curl_easy_init();
-                if (!t->easy) {
+                if (t && !(t->easy = curl_easy_init())) {
                         free(t);
-                        return -ENOMEM;
+                        t = NULL;
+                }
+                if (!t) {
+                        fail_now(done, userdata, "out of memory");
+                        return;
                 }
         }
         t->http = h;
@@ -227,55 +343,67 @@ int http_request(struct http *h, const char *method, const char *url, const char
         t->too_big = false;
         t->retry_after_sec = -1;
         t->errbuf[0] = '\0';
-
+        const char *bad = NULL;
         CURL *e = t->easy;
+        bool ok = true;
         struct curl_slist *hdr = NULL;
-        hdr = curl_slist_append(hdr, h->auth_header ? h->auth_header : "Authorization: Bearer -");
-        hdr = curl_slist_append(hdr, h->node_header);
-        hdr = curl_slist_append(hdr, "Accept: application/json");
-        hdr = curl_slist_append(hdr, "Expect:");
-        if (body)
-                hdr = curl_slist_append(hdr, "Content-Type: application/json");
-        t->headers = hdr;
+        if (NA_FAULT("http.request")) {
+                bad = "injected fault";
+                goto refused;
+        }
 
-        curl_easy_setopt(e, CURLOPT_URL, url);
-        curl_easy_setopt(e, CURLOPT_PRIVATE, t);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdr);
-        curl_easy_setopt(e, CURLOPT_USERAGENT, h->opt.user_agent);
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
-        curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
-        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
-        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, h->opt.allow_http ? "https,http" : "https");
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+        hdr = append(hdr, h->auth_header ? h->auth_header : "Authorization: Bearer -", &ok);
+        hdr = append(hdr, h->node_header, &ok);
+        hdr = append(hdr, "Accept: application/json", &ok);
+        hdr = append(hdr, "Expect:", &ok);
+        if (body)
+                hdr = append(hdr, "Content-Type: application/json", &ok);
+        t->headers = hdr;
+        if (!ok) {
+                bad = "headers: out of memory";
+                goto refused;
+        }
+
+        /* Every option is checked: a libcurl that refused CURLOPT_PROTOCOLS_STR would
+         * otherwise follow any scheme, and one without CAINFO would trust the wrong CA. */
+        SETOPT(e, CURLOPT_URL, url);
+        SETOPT(e, CURLOPT_PRIVATE, t);
+        SETOPT(e, CURLOPT_HTTPHEADER, hdr);
+        SETOPT(e, CURLOPT_USERAGENT, h->opt.user_agent);
+        SETOPT(e, CURLOPT_WRITEFUNCTION, write_cb);
+        SETOPT(e, CURLOPT_WRITEDATA, t);
+        SETOPT(e, CURLOPT_HEADERFUNCTION, header_cb);
+        SETOPT(e, CURLOPT_HEADERDATA, t);
+        SETOPT(e, CURLOPT_ERRORBUFFER, t->errbuf);
+        SETOPT(e, CURLOPT_NOSIGNAL, 1L);
+        SETOPT(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+        SETOPT(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
+        SETOPT(e, CURLOPT_FOLLOWLOCATION, 0L);
+        SETOPT(e, CURLOPT_PROTOCOLS_STR, h->opt.allow_http ? "https,http" : "https");
+        SETOPT(e, CURLOPT_SSL_VERIFYPEER, 1L);
+        SETOPT(e, CURLOPT_SSL_VERIFYHOST, 2L);
+        SETOPT(e, CURLOPT_TCP_KEEPALIVE, 1L);
         if (h->opt.ca_file)
-                curl_easy_setopt(e, CURLOPT_CAINFO, h->opt.ca_file);
+                SETOPT(e, CURLOPT_CAINFO, h->opt.ca_file);
         if (h->opt.pinned_pubkey)
-                curl_easy_setopt(e, CURLOPT_PINNEDPUBLICKEY, h->opt.pinned_pubkey);
+                SETOPT(e, CURLOPT_PINNEDPUBLICKEY, h->opt.pinned_pubkey);
         if (h->opt.client_cert) {
-                curl_easy_setopt(e, CURLOPT_SSLCERT, h->opt.client_cert);
-                curl_easy_setopt(e, CURLOPT_SSLKEY, h->opt.client_key);
+                SETOPT(e, CURLOPT_SSLCERT, h->opt.client_cert);
+                SETOPT(e, CURLOPT_SSLKEY, h->opt.client_key);
         }
         if (body) {
                 t->req_body = strdup(body);
                 if (!t->req_body) {
-                        transfer_recycle(h, t);
-                        return -ENOMEM;
+                        bad = "body: out of memory";
+                        goto refused;
                 }
-                curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->req_body);
-                curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(t->req_body));
+                SETOPT(e, CURLOPT_POSTFIELDS, t->req_body);
+                SETOPT(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(t->req_body));
         }
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+        SETOPT(e, CURLOPT_CUSTOMREQUEST, method);
         if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
-                transfer_recycle(h, t);
-                return -EIO;
+                bad = "libcurl refused the transfer";
+                goto refused;
         }
         t->prev_active = NULL;
         t->next_active = h->active;
@@ -283,7 +411,9 @@ int http_request(struct http *h, const char *method, const char *url, const char
                 h->active->prev_active = t;
         h->active = t;
         h->in_flight++;
-        return 0;
+        return;
+refused:
+        fail_later(h, t, bad);
 }
 
 unsigned http_in_flight(const struct http *h)
@@ -294,7 +424,7 @@ unsigned http_in_flight(const struct http *h)
 int http_set_token(struct http *h, const char *token)
 {
         char *hdr;
-        if (asprintf(&hdr, "Authorization: Bearer %s", token) < 0)
+        if (NA_FAULT("http.set_token") || asprintf(&hdr, "Authorization: Bearer %s", token) < 0)
                 return -ENOMEM;
         free(h->auth_header);
         h->auth_header = hdr;
@@ -320,15 +450,20 @@ int http_new(struct loop *loop, const struct http_options *opt, struct http **re
         }
         h->multi = curl_multi_init();
         h->timer = loop_timer_new(loop, timer_fired, h);
-        if (!h->multi || !h->timer) {
+        h->fail_timer = loop_timer_new(loop, fail_fired, h);
+        if (!h->multi || !h->timer || !h->fail_timer) {
                 http_free(h);
                 return na_error_set(err, ENOMEM, NA_E_INTERNAL, "libcurl: multi init failed");
         }
-        curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-        curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
-        curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-        curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
-        curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)(opt->max_connections ? opt->max_connections : 8));
+        if (curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb) != CURLM_OK ||
+            curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h) != CURLM_OK ||
+            curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb) != CURLM_OK ||
+            curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h) != CURLM_OK ||
+            curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                              (long)(opt->max_connections ? opt->max_connections : 8)) != CURLM_OK) {
+                http_free(h);
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "libcurl: the multi handle refused an option");
+        }
         *ret = h;
         return 0;
 }
@@ -348,6 +483,14 @@ void http_free(struct http *h)
                 free(t->body);
                 free(t);
         }
+        while (h->failed_head) { /* dropped without their callbacks, like the transfers above */
+                struct transfer *t = h->failed_head;
+                h->failed_head = t->next;
+                curl_easy_cleanup(t->easy);
+                curl_slist_free_all(t->headers);
+                free(t->req_body);
+                free(t);
+        }
         while (h->free_list) {
                 struct transfer *t = h->free_list;
                 h->free_list = t->next;
@@ -357,6 +500,7 @@ void http_free(struct http *h)
         if (h->multi)
                 curl_multi_cleanup(h->multi);
         loop_timer_free(h->timer);
+        loop_timer_free(h->fail_timer);
         free(h->auth_header);
         free(h->node_header);
         free(h);

@@ -51,7 +51,7 @@ static int get_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_er
 {
         struct fw *fw = firewall(ctx, err);
         if (!fw)
-                return -ENOTSUP;
+                return -err->errnum; /* VPS_NOT_FOUND or DRIVER_ERROR, as firewall() set it */
         int r = job_checkpoint(ctx, err);
         if (r < 0)
                 return r;
@@ -95,7 +95,7 @@ static int set_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_er
 {
         struct fw *fw = firewall(ctx, err);
         if (!fw)
-                return -ENOTSUP;
+                return -err->errnum; /* VPS_NOT_FOUND or DRIVER_ERROR, as firewall() set it */
         int r = job_checkpoint(ctx, err);
         if (r < 0)
                 return r;

@@ -38,6 +38,16 @@ struct jobs {
         atomic_uint running, queued;
         bool stopping;
 
+        /*
+         * The hand-off between workers and the rest of the agent. A worker holds it
+         * (read) while it calls its sink or posts to the loop; jobs_free() takes it
+         * (write) and sets orphaned when workers are still inside a driver call at
+         * shutdown. From then on a returning worker touches nothing but its own job,
+         * which it frees: the sinks, the link and the loop may already be gone.
+         */
+        pthread_rwlock_t handoff;
+        bool orphaned;
+
         struct target_queue *buckets[TARGET_BUCKETS];
         struct target_queue *runnable_head, *runnable_tail;
         struct job_ctx *all; /* queued and running jobs */
@@ -54,6 +64,7 @@ const char *job_state_name(enum job_state s)
 }
 
 static void progress_posted(void *userdata);
+static void job_finished(void *userdata);
 
 /* ---- the API handlers see (agent/job.h) ---- */
 
@@ -103,8 +114,13 @@ void job_progress(struct job_ctx *ctx, const char *stage, int percent, const cha
         bool post = !ctx->progress_posted;
         ctx->progress_posted = true;
         pthread_mutex_unlock(&ctx->progress_lock);
-        if (post)
-                loop_post(ctx->jobs->loop, progress_posted, ctx);
+        if (post) {
+                struct jobs *jobs = ctx->jobs;
+                pthread_rwlock_rdlock(&jobs->handoff);
+                if (!jobs->orphaned)
+                        loop_post_queue(jobs->loop, &ctx->progress_post);
+                pthread_rwlock_unlock(&jobs->handoff);
+        }
 }
 
 void job_progress_get(struct job_ctx *job, struct job_progress_info *out)
@@ -278,6 +294,8 @@ static struct job_ctx *job_alloc(struct jobs *jobs, struct proto_job *pj, const 
         job->queued_us = na_now_mono_us();
         job->progress.percent = -1;
         pthread_mutex_init(&job->progress_lock, NULL);
+        loop_post_init(&job->finished_post, job_finished, job);
+        loop_post_init(&job->progress_post, progress_posted, job);
         snprintf(job->target_key, sizeof(job->target_key), "%s/%s", proto_target_types[job->pj.target_type],
                  job->pj.target_id[0] ? job->pj.target_id : "-");
         return job;
@@ -309,6 +327,12 @@ static void remember(struct jobs *jobs, const struct job_ctx *job)
 }
 
 static void dispatch(struct jobs *jobs);
+
+/* Hand a job whose work is over to the loop thread (never fails). */
+static void post_finished(struct job_ctx *job)
+{
+        loop_post_queue(job->jobs->loop, &job->finished_post);
+}
 
 /* Loop thread: the worker is done with job (or it never needed one). */
 static void job_finished(void *userdata)
@@ -370,12 +394,17 @@ static void job_run(void *userdata)
         void *params = NULL;
         bool stopped = false;
 
+        struct jobs *jobs = job->jobs;
         int r = job_checkpoint(job, &err);
         stopped = r < 0;
         if (r >= 0 && kind->decode)
                 r = kind->decode(job->pj.params, &params, &err);
-        if (r >= 0 && job->sink && job->sink->before_run)
-                r = job->sink->before_run(job->sink_userdata, job, &err);
+        if (r >= 0 && job->sink && job->sink->before_run) {
+                pthread_rwlock_rdlock(&jobs->handoff);
+                r = jobs->orphaned ? stop_error(job, JOB_STOP_SHUTDOWN, &err)
+                                   : job->sink->before_run(job->sink_userdata, job, &err);
+                pthread_rwlock_unlock(&jobs->handoff);
+        }
         if (r >= 0) {
                 r = kind->run(job, params, &data, &err);
                 if (r < 0 && !na_error_is_set(&err))
@@ -389,6 +418,16 @@ static void job_run(void *userdata)
                 kind->free_params(params);
 
         enum job_stop why = (enum job_stop)atomic_load(&job->stop);
+        pthread_rwlock_rdlock(&jobs->handoff);
+        if (jobs->orphaned) {
+                /* The agent shut down while this job was inside its driver call: nothing
+                 * but the job itself is left to touch. It is recorded as started and not
+                 * finished, so it runs again from the start when offered again. */
+                pthread_rwlock_unlock(&jobs->handoff);
+                na_error_clear(&err);
+                job_free(job);
+                return;
+        }
         if (stopped && (why == JOB_STOP_LEASE_LOST || why == JOB_STOP_SHUTDOWN)) {
                 job->finished_us = na_now_mono_us();
                 job->state = JOB_ABANDONED;
@@ -410,7 +449,8 @@ static void job_run(void *userdata)
                 json_decref(data);
                 data = NULL;
         }
-        loop_post(job->jobs->loop, job_finished, job);
+        post_finished(job);
+        pthread_rwlock_unlock(&jobs->handoff);
 }
 
 static void job_timeout(void *userdata)
@@ -431,12 +471,18 @@ static void dispatch(struct jobs *jobs)
                 job->state = JOB_RUNNING;
                 job->started_us = na_now_mono_us();
                 job->timeout_timer = loop_timer_new(jobs->loop, job_timeout, job);
-                if (job->timeout_timer)
-                        loop_timer_arm_ms(job->timeout_timer, (uint64_t)job->pj.timeout_sec * 1000);
+                if (!job->timeout_timer) {
+                        /* A job without its timeout could run forever: refuse it instead. */
+                        na_error_set(&job->error, ENOMEM, NA_E_INTERNAL, "job %s: cannot arm its timeout", job->pj.id);
+                        build_result(job, NULL, true);
+                        post_finished(job);
+                        continue;
+                }
+                loop_timer_arm_ms(job->timeout_timer, (uint64_t)job->pj.timeout_sec * 1000);
                 if (workers_submit(jobs->workers, job_run, job) < 0) {
                         na_error_set(&job->error, ENOMEM, NA_E_INTERNAL, "job %s: cannot hand to a worker", job->pj.id);
                         build_result(job, NULL, true);
-                        loop_post(jobs->loop, job_finished, job);
+                        post_finished(job);
                 }
         }
 }
@@ -447,7 +493,7 @@ static struct job_ctx *finish_at_once(struct jobs *jobs, struct job_ctx *job, st
         job->started_us = na_now_mono_us();
         build_result(job, NULL, true);
         all_link(jobs, job);
-        loop_post(jobs->loop, job_finished, job);
+        post_finished(job);
         return job;
 }
 
@@ -483,7 +529,7 @@ struct job_ctx *jobs_submit(struct jobs *jobs, struct proto_job *pj, const struc
                 job->state = JOB_ABANDONED;
                 na_error_move(&job->error, &err);
                 all_link(jobs, job);
-                loop_post(jobs->loop, job_finished, job);
+                post_finished(job);
                 return job;
         }
         struct target_queue *t = target_get(jobs, job->target_key, true);
@@ -534,7 +580,7 @@ static void abandon_queued(struct jobs *jobs, struct job_ctx *job, enum job_stop
         job->state = JOB_ABANDONED;
         job->finished_us = na_now_mono_us();
         stop_error(job, why != JOB_STOP_NONE ? why : JOB_STOP_SHUTDOWN, &job->error);
-        loop_post(jobs->loop, job_finished, job);
+        post_finished(job);
 }
 
 void jobs_stop_all(struct jobs *jobs, enum job_stop why, bool include_running)
@@ -588,8 +634,10 @@ int jobs_new(struct loop *loop, const struct agent_services *services, unsigned 
         jobs->loop = loop;
         jobs->services = services;
         jobs->max_parallel = max_parallel ? max_parallel : 1;
+        pthread_rwlock_init(&jobs->handoff, NULL);
         int r = workers_new(jobs->max_parallel, &jobs->workers, err);
         if (r < 0) {
+                pthread_rwlock_destroy(&jobs->handoff);
                 free(jobs);
                 return r;
         }
@@ -603,11 +651,21 @@ void jobs_free(struct jobs *jobs)
                 return;
         bool idle = jobs_running(jobs) == 0;
         workers_free(jobs->workers, idle);
-        if (!idle)
-                return; /* workers still hold jobs: leave them to the process exit */
+        if (!idle) {
+                /* Workers still inside a driver call: from here on they touch only their
+                 * own job (and free it), never a sink, the link or the loop. Held while
+                 * the list is taken apart, so no worker frees a job under our feet. */
+                pthread_rwlock_wrlock(&jobs->handoff);
+                jobs->orphaned = true;
+        }
         while (jobs->all) {
                 struct job_ctx *j = jobs->all;
                 all_unlink(jobs, j);
+                if (j->state == JOB_RUNNING && !idle) {
+                        loop_timer_free(j->timeout_timer); /* the loop goes; the worker keeps the job */
+                        j->timeout_timer = NULL;
+                        continue;
+                }
                 job_free(j);
         }
         for (size_t b = 0; b < TARGET_BUCKETS; b++)
@@ -616,6 +674,16 @@ void jobs_free(struct jobs *jobs)
                         jobs->buckets[b] = t->next_bucket;
                         free(t);
                 }
+        if (!idle) {
+                pthread_rwlock_unlock(&jobs->handoff);
+                /* Orphaned workers still read jobs->handoff: it stays until the process
+                 * exits, reachable from here so leak checkers see it is kept on purpose. */
+                static struct jobs *orphans_home;
+                orphans_home = jobs;
+                (void)orphans_home;
+                return;
+        }
+        pthread_rwlock_destroy(&jobs->handoff);
         free(jobs);
 }
 

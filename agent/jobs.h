@@ -70,6 +70,8 @@ struct job_ctx {
         bool progress_posted;
 
         struct loop_timer *timeout_timer;
+        struct loop_post_node finished_post; /* posting a job's end or progress cannot fail */
+        struct loop_post_node progress_post;
         struct job_ctx *next_in_target;
         struct target_queue *tq;
         struct job_ctx *prev_all, *next_all;

@@ -28,8 +28,9 @@ struct link_options {
         struct jobs *jobs;
         struct jobstore *store;
         struct reports *reports;
-        /* Daemon callbacks (loop thread); any may be NULL. */
-        json_t *(*inventory)(void *userdata);       /* {vps: [...], apps: [...]} */
+        /* Daemon callbacks (loop thread, but inventory); any may be NULL. */
+        json_t *(*inventory)(void *userdata);       /* {vps: [...], apps: [...]}: on a thread of its own */
+        json_t *(*capabilities)(void *userdata);    /* hello's capabilities from the driver tables, less jobKinds */
         json_t *(*metrics_samples)(void *userdata); /* the latest Samples for a report */
         void (*settings_applied)(void *userdata, const struct proto_settings *s);
         void *userdata;

@@ -1,6 +1,7 @@
 #include "agent/loop.h"
 
 #include <pthread.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
@@ -23,23 +24,18 @@ struct loop_timer {
         size_t heap_index; /* SIZE_MAX when not armed */
 };
 
-struct post {
-        loop_fn fn;
-        void *userdata;
-        struct post *next;
-};
 
 struct loop {
         int epfd, timerfd, eventfd, sigfd;
         struct watch **watches; /* indexed by fd */
         size_t nwatches;
 
-        struct loop_timer **heap;
-        size_t heap_len, heap_cap;
+        struct loop_timer **heap; /* room for every timer: arming never allocates */
+        size_t heap_len, heap_cap, ntimers;
         uint64_t armed_us; /* what the timerfd is set to; 0 = disarmed */
 
         pthread_mutex_t post_lock;
-        struct post *post_head, *post_tail;
+        struct loop_post_node *post_head, *post_tail;
 
         loop_signal_fn sig_fn;
         void *sig_userdata;
@@ -116,9 +112,18 @@ static void timerfd_sync(struct loop *l)
 
 struct loop_timer *loop_timer_new(struct loop *l, loop_fn fn, void *userdata)
 {
+        if (l->ntimers == l->heap_cap) {
+                size_t cap = l->heap_cap ? l->heap_cap * 2 : 16;
+                struct loop_timer **h = realloc(l->heap, cap * sizeof(*h));
+                if (!h)
+                        return NULL;
+                l->heap = h;
+                l->heap_cap = cap;
+        }
         struct loop_timer *t = calloc(1, sizeof(*t));
         if (!t)
                 return NULL;
+        l->ntimers++;
         t->loop = l;
         t->fn = fn;
         t->userdata = userdata;
@@ -131,6 +136,7 @@ void loop_timer_free(struct loop_timer *t)
         if (!t)
                 return;
         loop_timer_disarm(t);
+        t->loop->ntimers--;
         free(t);
 }
 
@@ -138,14 +144,7 @@ void loop_timer_arm_us(struct loop_timer *t, uint64_t delay_us)
 {
         struct loop *l = t->loop;
         heap_remove(l, t);
-        if (l->heap_len == l->heap_cap) {
-                size_t cap = l->heap_cap ? l->heap_cap * 2 : 16;
-                struct loop_timer **h = realloc(l->heap, cap * sizeof(*h));
-                if (!h)
-                        abort(); /* a timer that silently never fires is worse */
-                l->heap = h;
-                l->heap_cap = cap;
-        }
+        /* heap_cap >= ntimers (loop_timer_new made room), so this never allocates. */
         t->deadline_us = na_now_mono_us() + (delay_us ? delay_us : 1);
         t->heap_index = l->heap_len;
         l->heap[l->heap_len++] = t;
@@ -234,26 +233,43 @@ void loop_unwatch(struct loop *l, int fd)
 
 /* ---- posts from other threads ---- */
 
-int loop_post(struct loop *l, loop_fn fn, void *userdata)
+void loop_post_init(struct loop_post_node *n, loop_fn fn, void *userdata)
 {
-        struct post *p = malloc(sizeof(*p));
-        if (!p)
-                return -ENOMEM;
-        p->fn = fn;
-        p->userdata = userdata;
-        p->next = NULL;
+        memset(n, 0, sizeof(*n));
+        n->fn = fn;
+        n->userdata = userdata;
+}
+
+void loop_post_queue(struct loop *l, struct loop_post_node *n)
+{
         pthread_mutex_lock(&l->post_lock);
+        if (n->queued) {
+                pthread_mutex_unlock(&l->post_lock);
+                return;
+        }
+        n->queued = true;
+        n->next = NULL;
         bool was_empty = !l->post_head;
         if (l->post_tail)
-                l->post_tail->next = p;
+                l->post_tail->next = n;
         else
-                l->post_head = p;
-        l->post_tail = p;
+                l->post_head = n;
+        l->post_tail = n;
         pthread_mutex_unlock(&l->post_lock);
         if (was_empty) {
                 uint64_t one = 1;
                 (void)!write(l->eventfd, &one, sizeof(one));
         }
+}
+
+int loop_post(struct loop *l, loop_fn fn, void *userdata)
+{
+        struct loop_post_node *n = malloc(sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        loop_post_init(n, fn, userdata);
+        n->owned = true;
+        loop_post_queue(l, n);
         return 0;
 }
 
@@ -262,13 +278,19 @@ static void posts_run(struct loop *l)
         uint64_t n;
         (void)!read(l->eventfd, &n, sizeof(n));
         pthread_mutex_lock(&l->post_lock);
-        struct post *p = l->post_head;
+        struct loop_post_node *p = l->post_head;
         l->post_head = l->post_tail = NULL;
+        for (struct loop_post_node *q = p; q; q = q->next)
+                q->queued = false; /* from here on a new post of the same node queues it again */
         pthread_mutex_unlock(&l->post_lock);
         while (p) {
-                struct post *next = p->next;
-                p->fn(p->userdata);
-                free(p);
+                /* fn may free the object p is embedded in, or queue p again: read all first. */
+                struct loop_post_node *next = p->next;
+                loop_fn fn = p->fn;
+                void *userdata = p->userdata;
+                if (p->owned)
+                        free(p);
+                fn(userdata);
                 p = next;
         }
 }
@@ -338,10 +360,11 @@ void loop_free(struct loop *l)
         for (size_t i = 0; i < l->heap_len; i++)
                 l->heap[i]->heap_index = SIZE_MAX;
         free(l->heap);
-        struct post *p = l->post_head;
+        struct loop_post_node *p = l->post_head;
         while (p) {
-                struct post *next = p->next;
-                free(p);
+                struct loop_post_node *next = p->next;
+                if (p->owned)
+                        free(p);
                 p = next;
         }
         int fds[] = { l->epfd, l->timerfd, l->eventfd, l->sigfd };

@@ -27,7 +27,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct loop *, loop_free)
 int loop_watch(struct loop *l, int fd, uint32_t events, loop_io_fn fn, void *userdata, struct na_error *err);
 void loop_unwatch(struct loop *l, int fd);
 
-struct loop_timer *loop_timer_new(struct loop *l, loop_fn fn, void *userdata);
+/* NULL when out of memory: check it. Arming a timer made here never fails. */
+struct loop_timer *loop_timer_new(struct loop *l, loop_fn fn, void *userdata) _warn_unused_;
 void loop_timer_free(struct loop_timer *t);
 /* Fire once after delay (replacing any earlier arming). */
 void loop_timer_arm_ms(struct loop_timer *t, uint64_t delay_ms);
@@ -39,8 +40,26 @@ bool loop_timer_armed(const struct loop_timer *t);
 int loop_signals(struct loop *l, const int *signals, size_t n, loop_signal_fn fn, void *userdata,
                  struct na_error *err);
 
-/* Thread-safe: run fn(userdata) on the loop thread, in posting order. */
-int loop_post(struct loop *l, loop_fn fn, void *userdata);
+/*
+ * Thread-safe: run fn(userdata) on the loop thread, in posting order.
+ *
+ * loop_post() allocates, so it can fail (-ENOMEM). Where a lost post would wedge
+ * something (a job's end, its progress), embed a struct loop_post_node in the object
+ * instead: loop_post_init() it once, then loop_post_queue() never fails. Queueing a
+ * node that is already queued does nothing (one run follows); once its run starts,
+ * it may be queued again, and fn may free the object it lives in.
+ */
+int loop_post(struct loop *l, loop_fn fn, void *userdata) _warn_unused_;
+
+struct loop_post_node {
+        loop_fn fn;
+        void *userdata;
+        struct loop_post_node *next;
+        bool queued; /* under the loop's post lock */
+        bool owned;  /* allocated by loop_post() */
+};
+void loop_post_init(struct loop_post_node *n, loop_fn fn, void *userdata);
+void loop_post_queue(struct loop *l, struct loop_post_node *n);
 
 /* Run until loop_quit(); returns the code given to it. */
 int loop_run(struct loop *l);

@@ -5,6 +5,8 @@
  */
 #include "agent/services.h"
 
+#include <errno.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #include "agent/collector.h"
@@ -12,6 +14,7 @@
 #include "agent/log.h"
 #include "common/names.h"
 #include "common/timeutil.h"
+#include "drivers/app.h"
 #include "drivers/vm.h"
 #include "firewall/fw.h"
 #include "metrics/metrics.h"
@@ -62,9 +65,39 @@ static void vm_state_changed(void *userdata, const char *vps_id, enum proto_vps_
                 s->emit_event(s, "vps.state", vps_id, json_pack("{s:s}", "state", proto_vps_state_name(state)));
 }
 
+/* The drivers this agent has, by kind; [vm] driver picks one by name ("none": no servers). */
+static const struct vm_driver *const vm_drivers[] = { &vm_libvirt_driver };
+
+static int find_driver(const char *kind, const char *name, const char *const *names, size_t n, size_t *ret,
+                       struct na_error *err)
+{
+        char known[256] = "none";
+        for (size_t i = 0; i < n; i++) {
+                if (streq(names[i], name)) {
+                        *ret = i;
+                        return 1;
+                }
+                size_t len = strlen(known);
+                snprintf(known + len, sizeof(known) - len, ", %s", names[i]);
+        }
+        if (streq(name, "none"))
+                return 0;
+        return na_error_set(err, EINVAL, NA_E_INTERNAL, "[%s] driver: unknown driver '%s' (this agent has: %s)", kind,
+                            name, known);
+}
+
 static int open_vm(struct agent_services *s, struct na_error *err)
 {
         const struct agent_config *cfg = s->config;
+        const char *names[ARRAY_SIZE(vm_drivers)];
+        for (size_t i = 0; i < ARRAY_SIZE(vm_drivers); i++)
+                names[i] = vm_drivers[i]->name;
+        size_t which;
+        int r = find_driver("vm", cfg->vm_driver ? cfg->vm_driver : "libvirt", names, ARRAY_SIZE(vm_drivers), &which,
+                            err);
+        if (r <= 0)
+                return r;
+        const struct vm_driver *drv = vm_drivers[which];
         struct vm_options o = {
                 .uri = cfg->vm_uri,
                 .state_dir = cfg->state_dir,
@@ -82,10 +115,10 @@ static int open_vm(struct agent_services *s, struct na_error *err)
                  * the driver's reconnect timer gets through. */
                 .connect_later = true,
         };
-        int r = vm_libvirt_driver.open(&o, &s->vm_conn, err);
+        r = drv->open(&o, &s->vm_conn, err);
         if (r < 0)
-                return na_error_prefix(err, "[vm] uri %s", cfg->vm_uri);
-        s->vm = &vm_libvirt_driver;
+                return na_error_prefix(err, "[vm] %s driver, uri %s", drv->name, cfg->vm_uri);
+        s->vm = drv;
         return 0;
 }
 
@@ -96,7 +129,10 @@ static int open_metrics(struct agent_services *s, struct na_error *err)
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
                 rl.rlim_cur = rl.rlim_max;
-                setrlimit(RLIMIT_NOFILE, &rl);
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        log_warn("metrics: cannot raise the open file limit to %llu (%s); with many servers and apps "
+                                 "some cgroup files may not open",
+                                 (unsigned long long)rl.rlim_max, strerror(errno));
         }
         struct metrics_options o = {
                 .state_dir = cfg->state_dir,
@@ -235,7 +271,20 @@ json_t *services_inventory(struct agent_services *s)
                 vps = NULL;
         }
         na_error_clear(&err);
-        return json_pack("{s:o, s:[]}", "vps", vps ? vps : json_array(), "apps");
+        json_t *apps = NULL;
+        if (s->app && s->app->inventory(s->app_conn, &apps, &err) < 0) {
+                log_warn("apps: inventory: %s", err.message);
+                apps = NULL;
+        }
+        na_error_clear(&err);
+        return json_pack("{s:o, s:o}", "vps", vps ? vps : json_array(), "apps", apps ? apps : json_array());
+}
+
+json_t *services_capabilities(struct agent_services *s)
+{
+        return json_pack("{s:s, s:s, s:s, s:s}", "vmDriver", s->vm ? s->vm->name : "none", "vmDriverUri",
+                         s->vm ? s->vm->uri(s->vm_conn) : "", "appDriver", s->app ? s->app->name : "none", "firewall",
+                         s->fw ? "nftables" : "none");
 }
 
 json_t *services_metrics_samples(struct agent_services *s)

@@ -13,6 +13,8 @@
 struct agent_config;
 struct vm_driver;
 struct vm_conn;
+struct app_driver;
+struct app_conn;
 struct fw;
 struct metrics;
 struct collector;
@@ -23,6 +25,8 @@ struct agent_services {
 
         const struct vm_driver *vm; /* drivers/vm.h; NULL when no VM driver is configured */
         struct vm_conn *vm_conn;
+        const struct app_driver *app; /* drivers/app.h; NULL when apps are off or no runtime is found */
+        struct app_conn *app_conn;
         struct fw *fw;              /* firewall/; NULL when [firewall] enabled = false */
         struct metrics *metrics;    /* metrics/ */
 
@@ -51,7 +55,10 @@ int services_open(struct agent_services *s, struct na_error *err);
  * and every server is tracked for metrics. */
 void services_start(struct agent_services *s);
 void services_close(struct agent_services *s);
-/* hello's inventory {vps: [...], apps: [...]}; never NULL. */
+/* hello's capabilities from the driver tables: {vmDriver, vmDriverUri, appDriver, firewall}. */
+json_t *services_capabilities(struct agent_services *s);
+/* hello's inventory {vps: [...], apps: [...]}; never NULL. Thread-safe (the link
+ * gathers it off the loop: libvirt's answer is IPC). */
 json_t *services_inventory(struct agent_services *s);
 /* The latest Samples for a report; NULL when metrics are off. */
 json_t *services_metrics_samples(struct agent_services *s);

@@ -1,6 +1,7 @@
 #include "proto/job.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/timeutil.h"
@@ -26,8 +27,50 @@ void proto_job_clear(struct proto_job *job)
         memset(job, 0, sizeof(*job));
 }
 
+/*
+ * The first string (value or key) holding a NUL anywhere below v, as a field path
+ * ("params.env.X"); the document is parsed with JSON_ALLOW_NUL so that such a job can
+ * be answered on that field instead of making the whole poll answer unreadable.
+ */
+static bool find_nul(json_t *v, const char *path, char *buf, size_t len)
+{
+        if (json_is_string(v)) {
+                if (strlen(json_string_value(v)) != json_string_length(v)) {
+                        snprintf(buf, len, "%s", path);
+                        return true;
+                }
+                return false;
+        }
+        char sub[256];
+        if (json_is_object(v)) {
+                const char *k;
+                size_t klen;
+                json_t *x;
+                void *tmp;
+                json_object_keylen_foreach_safe(v, tmp, k, klen, x) {
+                        snprintf(sub, sizeof(sub), "%s.%s", path, k);
+                        if (strlen(k) != klen) {
+                                snprintf(buf, len, "%s", sub);
+                                return true;
+                        }
+                        if (find_nul(x, sub, buf, len))
+                                return true;
+                }
+        } else if (json_is_array(v)) {
+                size_t i;
+                json_t *x;
+                json_array_foreach(v, i, x) {
+                        snprintf(sub, sizeof(sub), "%s.%zu", path, i);
+                        if (find_nul(x, sub, buf, len))
+                                return true;
+                }
+        }
+        return false;
+}
+
 int proto_job_decode(json_t *in, struct proto_job *out, struct na_error *err)
 {
+        char nul_path[256];
         memset(out, 0, sizeof(*out));
         if (!json_is_object(in)) {
                 na_error_field(err, NULL, "a job must be a JSON object");
@@ -67,6 +110,8 @@ int proto_job_decode(json_t *in, struct proto_job *out, struct na_error *err)
                 na_error_field(err, "params", "must be an object");
         else if (json_dumpb(params, NULL, 0, JSON_COMPACT) > PROTO_PARAMS_MAX)
                 na_error_field(err, "params", "must be at most %u bytes", PROTO_PARAMS_MAX);
+        else if (find_nul(params, "params", nul_path, sizeof(nul_path)))
+                na_error_field(err, nul_path, "must not contain NUL characters");
         else
                 out->params = json_incref(params);
 

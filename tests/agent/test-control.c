@@ -190,7 +190,7 @@ static void *session_main(void *arg)
 {
         struct session *s = arg;
         s->body(s);
-        loop_post(s->f->loop, quit_loop, s->f);
+        assert_int_equal(loop_post(s->f->loop, quit_loop, s->f), 0);
         return NULL;
 }
 

@@ -1,0 +1,131 @@
+/*
+ * The controller link's parts, shared by its three files: link.c (the link's state,
+ * hello, the long poll, reports), link-jobs.c (remote jobs from offer to result) and
+ * link-token.c (the bearer token and its rotation). Nothing outside agent/link*.c
+ * includes this.
+ */
+#pragma once
+
+#include <limits.h>
+#include <stdatomic.h>
+
+#include "agent/backoff.h"
+#include "agent/http.h"
+#include "agent/link.h"
+
+#define RESULTS_IN_FLIGHT_MAX 8
+
+enum link_state { LINK_CONNECTING, LINK_CONNECTED, LINK_BACKOFF, LINK_AUTH_REFUSED };
+
+/*
+ * A remote job from the moment it is taken until its result is queued. One explicit
+ * state, and at most one request on the wire (progress_in_flight: while it is set the
+ * link job is not freed; its answer steps the machine on).
+ *
+ *   RUNNING   the job is queued or runs here; its stages are posted as they come, and
+ *             again every leaseSec/3 as the lease keepalive.
+ *       -- progress answered 404/409 (not JOB_CANCELLED) --> DROPPED (the job is asked
+ *             to stop at its next safe point)
+ *       -- the job ends --> FLUSHING
+ *   DROPPED   the central API no longer holds the job: nothing more is posted.
+ *       -- the job ends, nothing in flight --> freed (its journal record is closed)
+ *   FLUSHING  the job ended: its stages not yet posted go out first, oldest first.
+ *       -- nothing left to post (or the link is down), nothing in flight --> its result
+ *             is queued, once, and the link job freed
+ *       -- progress answered 404/409 --> freed without a result (journal closed)
+ *
+ * A queued result (struct outgoing) is posted until the central API takes it or
+ * refuses it; every attempt posts the same body: one result per attempt.
+ */
+enum link_job_state { LJ_RUNNING, LJ_DROPPED, LJ_FLUSHING };
+
+struct link_job {
+        struct link *link;
+        char id[PROTO_ID_MAX + 1];
+        int64_t attempt;         /* the latest attempt the central API offered */
+        enum link_job_state state;
+        struct job_ctx *job;     /* while it runs; NULL once it ended */
+        struct loop_timer *keepalive;
+        uint64_t last_progress_us;
+        struct job_progress_info pending[2 * JOB_PROGRESS_LOG]; /* to post, oldest first */
+        size_t npending;
+        struct job_progress_info last; /* what the keepalive repeats */
+        bool progress_in_flight;
+        json_t *result;          /* FLUSHING: the result to queue (NULL: the job was abandoned) */
+        bool journaled;
+        struct link_job *prev, *next;
+};
+
+/* A result waiting to be posted, oldest first. */
+struct outgoing {
+        struct link *link;
+        char id[PROTO_ID_MAX + 1];
+        char *body;
+        bool journaled;
+        struct outgoing *next;
+};
+
+struct link {
+        struct loop *loop;
+        struct http *http;
+        struct link_options opt;
+        char base[2048];
+        const char *node_id;
+
+        enum link_state state;
+        char cause[80];   /* what the failure was, without which request met it */
+        char reason[300];
+        char auth_code[48];
+        uint64_t state_since_ms, retry_at_ms;
+        struct backoff backoff;
+        struct loop_timer *retry_timer, *report_timer;
+
+        bool started, draining;
+        bool hello_in_flight, poll_in_flight, report_in_flight;
+        bool poll_one;           /* the last answer was over the size cap: ask for one job */
+        unsigned poll_asked;     /* max= of the poll in flight */
+        atomic_bool event_posted;
+        struct loop_post_node event_post;
+
+        /* hello's inventory is gathered on a thread of its own, never on the loop. */
+        pthread_t hello_thread;
+        bool hello_thread_running;
+        json_t *hello_inventory;
+        struct loop_post_node hello_post;
+
+        int64_t poll_wait_sec, lease_sec, report_interval_sec;
+
+        struct outgoing *out_head, *out_tail;
+        unsigned results_in_flight;
+        atomic_uint results_pending;
+
+        struct link_job *jobs;
+
+        char *token;
+        int inotify_fd, inotify_wd;
+        char token_dir[PATH_MAX], token_base[NAME_MAX + 1];
+
+        uint64_t requests, failures;
+};
+
+/* link.c */
+void link_failed(struct link *l, const char *what, const struct http_response *resp, const char *code);
+bool link_transient(long status);
+json_t *link_answer(const struct http_response *resp, struct proto_envelope *env, char *code, size_t code_len);
+void link_url(struct link *l, char *buf, size_t len, const char *collection, const char *id, const char *what);
+void link_maybe_poll(struct link *l);
+void link_send_hello(struct link *l);
+
+/* link-jobs.c */
+void link_take_job(struct link *l, json_t *item);
+/* A job the agent could not read but whose id is known: answered with err. */
+void link_refuse_job(struct link *l, const char *id, int64_t attempt, struct na_error *err);
+void link_send_results(struct link *l);
+void link_requeue_from_journal(void *userdata, const char *id, json_t *result);
+void link_jobs_free(struct link *l);
+bool link_jobs_idle(struct link *l);
+
+/* link-token.c */
+int link_read_token(struct link *l, char **ret, struct na_error *err);
+void link_watch_token(struct link *l);
+void link_unwatch_token(struct link *l);

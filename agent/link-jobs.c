@@ -1,0 +1,446 @@
+/*
+ * Remote jobs from offer to result (the state machine is drawn in link-internal.h),
+ * and the queue of results waiting to be taken by the central API.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/link-internal.h"
+#include "agent/log.h"
+#include "common/json-cleanup.h"
+#include "common/timeutil.h"
+#include "proto/job.h"
+
+static void lj_step(struct link_job *lj);
+
+/* ---- results ---- */
+
+static void outgoing_free(struct outgoing *o)
+{
+        free(o->body);
+        free(o);
+}
+
+static void push_front(struct link *l, struct outgoing *o)
+{
+        o->next = l->out_head;
+        l->out_head = o;
+        if (!l->out_tail)
+                l->out_tail = o;
+}
+
+static void queue_result(struct link *l, const char *id, json_t *result, int64_t attempt, bool journaled)
+{
+        struct outgoing *o = calloc(1, sizeof(*o));
+        _cleanup_json_ json_t *copy = o ? json_copy(result) : NULL;
+        if (copy && attempt > 0)
+                json_object_set_new(copy, "attempt", json_integer(attempt));
+        if (copy)
+                o->body = json_dumps(copy, JSON_COMPACT);
+        if (!o || !o->body) {
+                /* Journaled, it is sent again from the journal at the next start. */
+                log_job(LOG_LEVEL_ERROR, id, NULL, "out of memory queueing its result%s",
+                        journaled ? "; it is kept in the journal" : "; it is lost");
+                free(o);
+                return;
+        }
+        o->link = l;
+        snprintf(o->id, sizeof(o->id), "%s", id);
+        o->journaled = journaled;
+        if (l->out_tail)
+                l->out_tail->next = o;
+        else
+                l->out_head = o;
+        l->out_tail = o;
+        atomic_fetch_add(&l->results_pending, 1);
+}
+
+static bool result_queued(struct link *l, const char *id)
+{
+        for (struct outgoing *o = l->out_head; o; o = o->next)
+                if (streq(o->id, id))
+                        return true;
+        return false;
+}
+
+static void result_done(void *userdata, const struct http_response *resp)
+{
+        struct outgoing *o = userdata;
+        struct link *l = o->link;
+        l->results_in_flight--;
+        char code[64];
+        struct proto_envelope env;
+        _cleanup_json_ json_t *root = link_answer(resp, &env, code, sizeof(code));
+
+        if (resp->status >= 200 && resp->status < 300) {
+                log_debug("job %s: result taken by the central API", o->id);
+        } else if (resp->status == 404 || resp->status == 409) {
+                log_warn("job %s: the central API refused its result (HTTP %ld %s); dropped", o->id, resp->status, code);
+        } else if (link_transient(resp->status) || resp->status == 401 || resp->status == 403) {
+                push_front(l, o); /* still the oldest */
+                link_failed(l, "result", resp, code);
+                return;
+        } else {
+                log_error("job %s: the central API rejected its result (HTTP %ld %s: %s); dropped, it would be "
+                          "rejected again",
+                          o->id, resp->status, code, env.error ? env.error : "");
+        }
+        if (o->journaled)
+                jobstore_record_acked(l->opt.store, o->id);
+        atomic_fetch_sub(&l->results_pending, 1);
+        outgoing_free(o);
+        link_send_results(l);
+        link_maybe_poll(l);
+}
+
+void link_send_results(struct link *l)
+{
+        while (l->state == LINK_CONNECTED && l->out_head && l->results_in_flight < RESULTS_IN_FLIGHT_MAX) {
+                struct outgoing *o = l->out_head;
+                l->out_head = o->next;
+                if (!l->out_head)
+                        l->out_tail = NULL;
+                o->next = NULL;
+                char u[2600];
+                link_url(l, u, sizeof(u), "jobs", o->id, "result");
+                l->results_in_flight++;
+                l->requests++;
+                http_request(l->http, "POST", u, o->body, 30000, result_done, o);
+        }
+}
+
+void link_requeue_from_journal(void *userdata, const char *id, json_t *result)
+{
+        struct link *l = userdata;
+        if (!result_queued(l, id))
+                queue_result(l, id, result, 0, true);
+}
+
+/* ---- remote jobs ---- */
+
+static void lj_free(struct link_job *lj)
+{
+        struct link *l = lj->link;
+        if (lj->prev)
+                lj->prev->next = lj->next;
+        else if (l->jobs == lj)
+                l->jobs = lj->next;
+        if (lj->next)
+                lj->next->prev = lj->prev;
+        loop_timer_free(lj->keepalive);
+        if (lj->result)
+                json_decref(lj->result);
+        free(lj);
+}
+
+/* Take the job's new progress into our own queue (the job may end before it is posted). */
+static void take_progress(struct link_job *lj)
+{
+        if (!lj->job)
+                return;
+        struct job_progress_info got[JOB_PROGRESS_LOG];
+        size_t n = job_progress_take(lj->job, got, JOB_PROGRESS_LOG);
+        for (size_t i = 0; i < n; i++) {
+                if (lj->npending && streq(lj->pending[lj->npending - 1].stage, got[i].stage))
+                        lj->pending[lj->npending - 1] = got[i]; /* the same stage: the latest wins */
+                else if (lj->npending < ARRAY_SIZE(lj->pending))
+                        lj->pending[lj->npending++] = got[i];
+                else
+                        lj->pending[lj->npending - 1] = got[i];
+        }
+}
+
+static void progress_done(void *userdata, const struct http_response *resp)
+{
+        struct link_job *lj = userdata;
+        struct link *l = lj->link;
+        lj->progress_in_flight = false;
+        char code[64];
+        struct proto_envelope env;
+        _cleanup_json_ json_t *root = link_answer(resp, &env, code, sizeof(code));
+
+        if (resp->status >= 200 && resp->status < 300) {
+                /* leaseExpiresAt is the central API's business; keepalives follow leaseSec/3. */
+        } else if (resp->status == 409 && streq(code, NA_E_JOB_CANCELLED)) {
+                if (lj->state == LJ_RUNNING && lj->job) {
+                        log_job(LOG_LEVEL_WARN, lj->id, lj->job->target_key, "cancelled by the central API; stopping at the next safe point");
+                        jobs_request_stop(lj->job, JOB_STOP_CANCELLED);
+                }
+        } else if (resp->status == 404 || resp->status == 409) {
+                log_job(LOG_LEVEL_WARN, lj->id, lj->job ? lj->job->target_key : NULL,
+                        "the central API no longer holds this job (HTTP %ld %s); stopping it, its result will not be sent",
+                        resp->status, code);
+                if (lj->job)
+                        jobs_request_stop(lj->job, JOB_STOP_LEASE_LOST);
+                lj->state = LJ_DROPPED;
+        } else if (link_transient(resp->status) || resp->status == 401 || resp->status == 403) {
+                link_failed(l, "progress", resp, code);
+        }
+        lj_step(lj);
+}
+
+/* Post the oldest progress not posted yet, or, as a keepalive, the last one again. */
+static void post_progress(struct link_job *lj)
+{
+        struct link *l = lj->link;
+        struct job_progress_info p = lj->last;
+        if (lj->npending) {
+                p = lj->pending[0];
+                memmove(lj->pending, lj->pending + 1, (lj->npending - 1) * sizeof(p));
+                lj->npending--;
+                lj->last = p;
+        }
+        char u[2600];
+        link_url(l, u, sizeof(u), "jobs", lj->id, "progress");
+        lj->last_progress_us = na_now_mono_us();
+        lj->progress_in_flight = true;
+        l->requests++;
+        _cleanup_json_ json_t *body = proto_progress_encode(lj->attempt, p.stage[0] ? p.stage : NULL, p.percent,
+                                                            p.message);
+        _cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        if (text)
+                http_request(l->http, "POST", u, text, 15000, progress_done, lj);
+        else
+                http_fail(l->http, progress_done, lj, "progress: out of memory");
+}
+
+/* The one place a link job moves on; called after every event that concerns it. */
+static void lj_step(struct link_job *lj)
+{
+        struct link *l = lj->link;
+        if (lj->progress_in_flight)
+                return; /* its answer steps again */
+        bool up = l->state == LINK_CONNECTED;
+        switch (lj->state) {
+        case LJ_RUNNING:
+                if (lj->npending && up)
+                        post_progress(lj);
+                return; /* down: the keepalive tries again */
+        case LJ_DROPPED:
+                if (lj->job)
+                        return; /* still running: it ends at its next safe point */
+                if (lj->result && lj->journaled)
+                        jobstore_record_acked(l->opt.store, lj->id);
+                lj_free(lj);
+                return;
+        case LJ_FLUSHING:
+                if (lj->npending && up) {
+                        post_progress(lj);
+                        return;
+                }
+                if (lj->result)
+                        queue_result(l, lj->id, lj->result, lj->attempt, lj->journaled);
+                lj_free(lj);
+                link_send_results(l);
+                return;
+        }
+}
+
+static uint64_t keepalive_ms(const struct link *l)
+{
+        uint64_t ms = (uint64_t)l->lease_sec * 1000 / 3;
+        return ms < 1000 ? 1000 : ms;
+}
+
+static void keepalive_fired(void *userdata)
+{
+        struct link_job *lj = userdata;
+        struct link *l = lj->link;
+        uint64_t since = (na_now_mono_us() - lj->last_progress_us) / 1000;
+        if (lj->state == LJ_RUNNING && !lj->progress_in_flight && l->state == LINK_CONNECTED) {
+                if (lj->npending)
+                        post_progress(lj); /* stages that waited for the link */
+                else if (since + 50 >= keepalive_ms(l))
+                        post_progress(lj);
+        }
+        loop_timer_arm_ms(lj->keepalive, keepalive_ms(l));
+}
+
+static int remote_before_run(void *userdata, struct job_ctx *job, struct na_error *err)
+{
+        struct link_job *lj = userdata;
+        if (!job->kind || !job->kind->changes)
+                return 0;
+        int r = jobstore_record_start(lj->link->opt.store, &job->pj, job->target_key, err);
+        return r < 0 ? na_error_prefix(err, "job %s: cannot record it before its first effect", job->pj.id) : 0;
+}
+
+static int remote_after_run(void *userdata, struct job_ctx *job, struct na_error *err)
+{
+        struct link_job *lj = userdata;
+        if (!job->kind || !job->kind->changes || !job->result)
+                return 0;
+        int r = jobstore_record_result(lj->link->opt.store, job->pj.id, job->pj.attempt, job->result, err);
+        return r < 0 ? na_error_prefix(err, "job %s: cannot record its result", job->pj.id) : 0;
+}
+
+static void remote_progress(void *userdata, struct job_ctx *job)
+{
+        struct link_job *lj = userdata;
+        (void)job;
+        take_progress(lj);
+        lj_step(lj);
+}
+
+static void remote_finished(void *userdata, struct job_ctx *job)
+{
+        struct link_job *lj = userdata;
+        struct link *l = lj->link;
+        uint64_t ms = job->started_us && job->finished_us > job->started_us ? (job->finished_us - job->started_us) / 1000 : 0;
+
+        if (job->state == JOB_ABANDONED)
+                log_job(LOG_LEVEL_WARN, job->pj.id, job->target_key, "%s abandoned: %s", job->pj.kind, job->error.message);
+        else if (job->state == JOB_SUCCEEDED)
+                log_job(LOG_LEVEL_INFO, job->pj.id, job->target_key, "%s succeeded in %llu ms", job->pj.kind,
+                        (unsigned long long)ms);
+        else
+                log_job(LOG_LEVEL_WARN, job->pj.id, job->target_key, "%s failed (%s): %s", job->pj.kind,
+                        job->error.code ? job->error.code : "?", job->error.message);
+
+        /* The last stages go out before the result; a link that is down sends the result first. */
+        take_progress(lj);
+        if (job->state != JOB_ABANDONED && job->result) {
+                lj->result = json_incref(job->result);
+                lj->journaled = job->kind && job->kind->changes;
+        }
+        lj->job = NULL;
+        loop_timer_free(lj->keepalive);
+        lj->keepalive = NULL;
+        if (lj->state == LJ_RUNNING)
+                lj->state = LJ_FLUSHING;
+        lj_step(lj);
+        link_maybe_poll(l);
+}
+
+static const struct job_sink remote_sink = {
+        .before_run = remote_before_run,
+        .after_run = remote_after_run,
+        .progress = remote_progress,
+        .finished = remote_finished,
+};
+
+static struct link_job *lj_new(struct link *l, const struct proto_job *pj)
+{
+        struct link_job *lj = calloc(1, sizeof(*lj));
+        if (!lj)
+                return NULL;
+        lj->keepalive = loop_timer_new(l->loop, keepalive_fired, lj);
+        if (!lj->keepalive) {
+                free(lj);
+                return NULL;
+        }
+        lj->link = l;
+        snprintf(lj->id, sizeof(lj->id), "%s", pj->id);
+        lj->attempt = pj->attempt;
+        lj->state = LJ_RUNNING;
+        lj->last_progress_us = na_now_mono_us();
+        lj->next = l->jobs;
+        if (l->jobs)
+                l->jobs->prev = lj;
+        l->jobs = lj;
+        loop_timer_arm_ms(lj->keepalive, keepalive_ms(l));
+        return lj;
+}
+
+static struct link_job *lj_find(struct link *l, const char *id)
+{
+        /* In any state: a job flushing its stages or stopping after a 404 is still here,
+         * and a second copy must not start beside it. */
+        for (struct link_job *lj = l->jobs; lj; lj = lj->next)
+                if (streq(lj->id, id))
+                        return lj;
+        return NULL;
+}
+
+/* Submit pj (moved), failed with err when err is set. */
+static void submit(struct link *l, struct proto_job *pj, struct na_error *err)
+{
+        struct link_job *lj = lj_new(l, pj);
+        if (!lj) {
+                /* Not taken: offered again at the lease's end, when memory may be back. */
+                log_job(LOG_LEVEL_ERROR, pj->id, NULL, "out of memory taking the job; it is offered again later");
+                proto_job_clear(pj);
+                return;
+        }
+        if (na_error_is_set(err)) {
+                log_job(LOG_LEVEL_WARN, lj->id, NULL, "malformed job refused: %s", err->message);
+                lj->job = jobs_submit_failed(l->opt.jobs, pj, err, &remote_sink, lj);
+        } else {
+                log_job(LOG_LEVEL_DEBUG, lj->id, NULL, "%s received (attempt %lld)", pj->kind, (long long)pj->attempt);
+                lj->job = jobs_submit(l->opt.jobs, pj, &remote_sink, lj);
+        }
+        if (!lj->job) {
+                log_job(LOG_LEVEL_ERROR, lj->id, NULL, "out of memory taking the job; it is offered again later");
+                proto_job_clear(pj);
+                lj_free(lj);
+        }
+}
+
+/* Exactly one effect per id: a recorded result, or the job still here, answers a re-offer. */
+static bool answered_already(struct link *l, const char *id, int64_t attempt)
+{
+        json_t *recorded = NULL;
+        enum jobrec_state st = jobstore_get(l->opt.store, id, &recorded);
+        if (st == JOBREC_RESULT || st == JOBREC_ACKED) {
+                log_job(LOG_LEVEL_INFO, id, NULL, "offered again (attempt %lld); answered from the journal without running",
+                        (long long)attempt);
+                if (!result_queued(l, id))
+                        queue_result(l, id, recorded, attempt, true);
+                json_decref(recorded);
+                return true;
+        }
+        json_decref(recorded);
+        struct link_job *active = lj_find(l, id);
+        if (active || result_queued(l, id)) {
+                if (active && attempt > active->attempt)
+                        active->attempt = attempt;
+                log_job(LOG_LEVEL_DEBUG, id, NULL, "offered again while still here (attempt %lld)", (long long)attempt);
+                return true;
+        }
+        return false;
+}
+
+void link_take_job(struct link *l, json_t *item)
+{
+        struct proto_job pj;
+        struct na_error err = NA_ERROR_INIT;
+        int r = proto_job_decode(item, &pj, &err);
+        if (r == -EBADMSG) {
+                log_error("controller link: a job without a usable id was refused: %s", err.message);
+                na_error_clear(&err);
+                return;
+        }
+        if (!answered_already(l, pj.id, pj.attempt))
+                submit(l, &pj, &err);
+        else
+                proto_job_clear(&pj);
+        na_error_clear(&err);
+}
+
+void link_refuse_job(struct link *l, const char *id, int64_t attempt, struct na_error *err)
+{
+        if (answered_already(l, id, attempt))
+                return;
+        struct proto_job pj = { .attempt = attempt, .target_type = PROTO_TARGET_NODE, .params = json_object() };
+        snprintf(pj.id, sizeof(pj.id), "%s", id);
+        submit(l, &pj, err);
+}
+
+void link_jobs_free(struct link *l)
+{
+        while (l->out_head) {
+                struct outgoing *o = l->out_head;
+                l->out_head = o->next;
+                outgoing_free(o);
+        }
+        while (l->jobs)
+                lj_free(l->jobs);
+}
+
+bool link_jobs_idle(struct link *l)
+{
+        for (struct link_job *lj = l->jobs; lj; lj = lj->next)
+                if (lj->progress_in_flight)
+                        return false;
+        return !l->out_head && l->results_in_flight == 0;
+}
