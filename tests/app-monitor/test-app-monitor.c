@@ -85,7 +85,7 @@ static int group_setup(void **state)
         assert_int_equal(mkdir(bin, 0755), 0);
         char *bb = path_join(bin, "busybox");
         copy_file(BUSYBOX, bb, 0755);
-        const char *links[] = { "sh", "echo", "cat", "sleep", "printf" };
+        const char *links[] = { "sh", "echo", "cat", "sleep", "printf", "head", "tr" };
         for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
                 char *l = path_join(bin, links[i]);
                 assert_int_equal(symlink("busybox", l), 0);
@@ -539,6 +539,36 @@ static void test_stdin_refusals(void **state)
         app_cleanup(&a);
 }
 
+/* An app over its memory limit is killed by the kernel: the exit record and the system line say so. */
+static void test_oom_recorded(void **state)
+{
+        struct app a;
+        app_init(&a, "oom", "echo start; x=$(head -c 100000000 /dev/zero | tr '\\0' x); echo survived ${#x}");
+        char *config = path_join(a.bundle, "config.json");
+        json_t *cfg = na_json_load(config, 1 << 20);
+        json_t *linux_ = json_object_get(cfg, "linux");
+        assert_non_null(linux_);
+        json_object_set_new(linux_, "resources", json_pack("{s:{s:I}}", "memory", "limit", (json_int_t)16 << 20));
+        assert_int_equal(json_dump_file(cfg, config, 0), 0);
+        json_decref(cfg);
+        free(config);
+
+        struct app_monitor_spec spec = app_spec(&a, NULL);
+        struct na_error err = NA_ERROR_INIT;
+        pid_t mpid = 0;
+        if (app_monitor_spawn(&spec, &mpid, NULL, &err) < 0)
+                fail_msg("spawn: %s", err.message);
+        assert_true(wait_monitor_gone(a.dir, mpid, 30000));
+        struct app_exit ex;
+        assert_int_equal(app_monitor_read_exit(a.dir, &ex, &err), 0);
+        assert_int_equal(ex.signal, 9);
+        assert_true(ex.oom);
+        assert_int_equal(ring_find(a.dir, "killed by signal 9 (KILL): out of memory").stream, APP_RING_SYSTEM);
+        assert_int_equal(ring_find(a.dir, "survived 100000000").seq, 0);
+        assert_false(crun_knows(a.id));
+        app_cleanup(&a);
+}
+
 /* A second run of the same app: its seq continues after the first run's, and last run's files are gone. */
 static void test_second_run_continues(void **state)
 {
@@ -585,6 +615,7 @@ int main(void)
                 cmocka_unit_test(test_survives_spawner_kill),
                 cmocka_unit_test(test_second_run_continues),
                 cmocka_unit_test(test_stdin_refusals),
+                cmocka_unit_test(test_oom_recorded),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
