@@ -109,8 +109,9 @@ int app_image_layout_lock(const char *images_dir, const char *name, int *ret_fd,
  * a link. The whole layer is refused (DRIVER_ERROR naming the entry and the reason)
  * on an absolute path, a ".." component, a parent path through a symbolic link, a
  * hard link whose target is outside or through a symbolic link, character or block
- * devices, sockets, names over PATH_MAX (libarchive hands names as C strings, so a
- * NUL ends a name). What was applied before the refusal stays: apply into a
+ * devices, sockets, names over PATH_MAX or components over NAME_MAX. A NUL cannot be
+ * refused: libarchive hands names as C strings, so a pax name "ok\0/../x" arrives as
+ * "ok" (and stays inside). What was applied before the refusal stays: apply into a
  * temporary root and throw it away on failure (app_image_unpack does).
  * Symbolic links are created as they are: their targets are the container's
  * business and are never followed here. Whiteouts: ".wh.<name>" removes <name> of

@@ -276,6 +276,58 @@ static void test_digest_checked_while_reading(void **state)
         free(tar);
 }
 
+/* One ustar header block (checksummed) for name, typeflag and size. */
+static void ustar_header(unsigned char h[512], const char *name, char type, size_t size)
+{
+        memset(h, 0, 512);
+        snprintf((char *)h, 100, "%s", name);
+        snprintf((char *)h + 100, 8, "%07o", 0644);
+        snprintf((char *)h + 108, 8, "%07o", 0);
+        snprintf((char *)h + 116, 8, "%07o", 0);
+        snprintf((char *)h + 124, 12, "%011zo", size);
+        snprintf((char *)h + 136, 12, "%011o", 1700000000);
+        h[156] = (unsigned char)type;
+        memcpy(h + 257, "ustar", 6);
+        memcpy(h + 263, "00", 2);
+        memset(h + 148, ' ', 8);
+        unsigned sum = 0;
+        for (int i = 0; i < 512; i++)
+                sum += h[i];
+        snprintf((char *)h + 148, 8, "%06o", sum);
+}
+
+/*
+ * A pax "path" holding a NUL ("ok\0/../../canary/nul"): libarchive reads names as C
+ * strings, so the name ends at the NUL and the entry is "ok", inside the root.
+ */
+static void test_nul_in_a_pax_name_ends_it(void **state)
+{
+        struct fixture *f = *state;
+        reset_root(f);
+        static const char value[] = "path=ok\0/../../canary/nul\n";
+        char record[64];
+        size_t vlen = sizeof(value) - 1, rlen = vlen + 3; /* "NN " + value */
+        assert_int_equal(snprintf(record, sizeof(record), "%zu ", rlen), 3);
+        memcpy(record + 3, value, vlen);
+        unsigned char tar[512 * 6] = {0};
+        ustar_header(tar, "PaxHeaders/placeholder", 'x', rlen);
+        memcpy(tar + 512, record, rlen);
+        ustar_header(tar + 1024, "placeholder", '0', 2);
+        memcpy(tar + 1536, "hi", 2);
+        char *path = pathf("%s/layer.tar", f->dir);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_int_equal(write(fd, tar, sizeof(tar)), (ssize_t)sizeof(tar));
+        close(fd);
+        struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(apply(f, path, &err), 0);
+        free(path);
+        char *ok = pathf("%s/ok", f->root);
+        assert_true(exists(ok));
+        free(ok);
+        assert_int_equal(unit_dir_entries(f->root), 1);
+        assert_outside_untouched(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -283,6 +335,7 @@ int main(void)
                 cmocka_unit_test(test_what_a_layer_may_hold),
                 cmocka_unit_test(test_whiteouts_in_one_root),
                 cmocka_unit_test(test_digest_checked_while_reading),
+                cmocka_unit_test(test_nul_in_a_pax_name_ends_it),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
