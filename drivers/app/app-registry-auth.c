@@ -86,36 +86,43 @@ static char *basic_header(const struct reg_client *c)
         return h;
 }
 
-/* One challenge: its scheme and the three parameters a registry uses. */
-struct challenge {
-        char scheme[32];
-        char realm[1024], service[512], scope[1024];
-};
+/* Skip blanks and the commas between parameters and challenges. */
+static const char *skip_sep(const char *s)
+{
+        while (*s == ',' || isspace((unsigned char)*s))
+                s++;
+        return s;
+}
 
-/* Parse `Scheme k=v, k="v", ...` (the first challenge of the value; registries send one per header). */
-static void parse_challenge(const char *s, struct challenge *ch)
+const char *reg_challenge_parse(const char *s, struct reg_challenge *ch)
 {
         memset(ch, 0, sizeof(*ch));
-        while (isspace((unsigned char)*s))
-                s++;
+        s = skip_sep(s);
+        if (!*s)
+                return NULL;
         size_t i = 0;
-        while (*s && !isspace((unsigned char)*s) && i + 1 < sizeof(ch->scheme))
-                ch->scheme[i++] = *s++;
-        while (*s) {
-                while (*s == ',' || isspace((unsigned char)*s))
-                        s++;
+        while (*s && *s != ',' && !isspace((unsigned char)*s)) {
+                if (i + 1 < sizeof(ch->scheme))
+                        ch->scheme[i++] = *s;
+                s++;
+        }
+        for (;;) {
+                s = skip_sep(s);
+                const char *key_start = s;
                 char key[32];
                 size_t k = 0;
-                while (*s && *s != '=' && *s != ',' && !isspace((unsigned char)*s))
+                while (*s && *s != '=' && *s != ',' && !isspace((unsigned char)*s)) {
                         if (k + 1 < sizeof(key))
-                                key[k++] = (char)tolower((unsigned char)*s++);
-                        else
-                                s++;
+                                key[k++] = (char)tolower((unsigned char)*s);
+                        s++;
+                }
                 key[k] = 0;
                 while (isspace((unsigned char)*s))
                         s++;
+                if (k == 0 && *s != '=')
+                        return *s ? s : NULL;
                 if (*s != '=')
-                        continue;
+                        return key_start; /* a word without '=': the next challenge's scheme */
                 s++;
                 while (isspace((unsigned char)*s))
                         s++;
@@ -157,7 +164,7 @@ static bool token_ok(const char *t)
         return true;
 }
 
-static int fetch_token(struct reg_client *c, const struct challenge *ch, struct na_error *err)
+static int fetch_token(struct reg_client *c, const struct reg_challenge *ch, struct na_error *err)
 {
         char scope[1200];
         if (ch->scope[0])
@@ -223,15 +230,16 @@ static int fetch_token(struct reg_client *c, const struct challenge *ch, struct 
 /* Answer the challenges of a 401: the first Bearer one, else Basic. */
 static int authenticate(struct reg_client *c, const struct reg_response *resp, struct na_error *err)
 {
-        struct challenge ch;
+        struct reg_challenge ch;
         bool basic = false;
-        for (size_t i = 0; i < resp->n_challenges; i++) {
-                parse_challenge(resp->challenges[i], &ch);
-                if (strcasecmp(ch.scheme, "bearer") == 0 && ch.realm[0])
-                        return fetch_token(c, &ch, err);
-                if (strcasecmp(ch.scheme, "basic") == 0)
-                        basic = true;
-        }
+        for (size_t i = 0; i < resp->n_challenges; i++)
+                for (const char *p = resp->challenges[i]; p && *p;) {
+                        p = reg_challenge_parse(p, &ch);
+                        if (strcasecmp(ch.scheme, "bearer") == 0 && ch.realm[0])
+                                return fetch_token(c, &ch, err);
+                        if (strcasecmp(ch.scheme, "basic") == 0)
+                                basic = true;
+                }
         if (!basic)
                 return reg_fail(c, "unauthorized", err, "the registry refused an anonymous pull and asks for no known kind of credentials");
         if (!c->opt->username)

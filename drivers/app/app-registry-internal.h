@@ -88,6 +88,18 @@ bool reg_curl_retryable(CURLcode code);
 int reg_registry_get(struct reg_client *c, struct reg_get_args *a, struct reg_response *resp, CURLcode *ret_code,
                      struct na_error *err);
 
+/* One WWW-Authenticate challenge: its scheme and the parameters a registry uses. */
+struct reg_challenge {
+        char scheme[32];
+        char realm[1024], service[512], scope[1024];
+};
+/*
+ * Parse the challenge at s (`Scheme k=v, k="v\"q", ...`; unknown parameters ignored,
+ * long values cut); returns where the next challenge of the same header starts, or
+ * NULL at the end. Never reads past the NUL, whatever s holds.
+ */
+const char *reg_challenge_parse(const char *s, struct reg_challenge *ch);
+
 /* Fill err for a failed registry response: IMAGE_NOT_FOUND, unauthorized, http-status. */
 int reg_response_error(const struct reg_client *c, const struct reg_response *resp, const char *what,
                        struct na_error *err);
