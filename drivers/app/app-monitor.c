@@ -159,11 +159,14 @@ int app_monitor_spawn(const struct app_monitor_spec *spec, pid_t *ret_monitor_pi
                         *ret_container_pid = (pid_t)cpid;
                 return 0;
         }
-        const char *reason = strncmp(buf, "err ", 4) == 0 ? buf + 4
-                             : len == 0                   ? "the monitor exited without a word"
-                                                          : buf;
         char text[STATUS_MAX];
-        snprintf(text, sizeof(text), "%s", reason);
+        if (strncmp(buf, "err ", 4) == 0)
+                snprintf(text, sizeof(text), "%s", buf + 4);
+        else if (len == 0)
+                snprintf(text, sizeof(text), "%s ended without a word (missing, not executable, or killed)",
+                         spec->monitor_path);
+        else
+                snprintf(text, sizeof(text), "%s said: %s", spec->monitor_path, buf);
         sanitize(text);
         r = na_error_set(err, EIO, NA_E_DRIVER, "app %s: start failed: %s", id, text);
         na_error_detail(err, "reason", json_string(text));

@@ -428,6 +428,14 @@ static void test_start_failure(void **state)
         struct find f = ring_find(a.dir, "");
         assert_true(f.lines >= 1); /* the failure is a system line in the ring too */
 
+        /* No monitor binary. */
+        spec.monitor_path = "/nonexistent/nodeagent-monitor";
+        assert_true(app_monitor_spawn(&spec, NULL, NULL, &err) < 0);
+        assert_string_equal(err.code, NA_E_DRIVER);
+        assert_non_null(strstr(err.message, "/nonexistent/nodeagent-monitor ended without a word"));
+        na_error_clear(&err);
+        spec.monitor_path = NA_MONITOR_PATH;
+
         /* A bad pattern is refused before anything runs. */
         spec.started_pattern = "(unclosed";
         assert_true(app_monitor_spawn(&spec, NULL, NULL, &err) < 0);
