@@ -109,8 +109,12 @@ static int unpack_layers(int layout_fd, int hex_fd, const char *label, const str
                 _cleanup_close_ int fd = -1;
                 if ((r = app_layout_open_blob(layout_fd, label, ly->digest, &fd, err)) < 0)
                         break;
-                struct app_layer_opts opts = { .digest = ly->digest, .size = ly->size, .on_read = on_read, .userdata = &u };
+                struct app_layer_opts opts = {
+                        .digest = ly->digest, .size = ly->size, .on_read = on_read, .userdata = &u, .progress = progress,
+                };
                 r = app_layer_apply(root_fd, fd, &opts, err);
+                if (r < 0 && !streq_ptr(err->code, NA_E_DRIVER) && !streq_ptr(err->code, NA_E_INTERNAL))
+                        break; /* a checkpoint's own error (a stopped job) goes up as it is */
                 if (r == -EBADMSG)
                         na_error_prefix(err, "image %s", label);
                 else if (r < 0)

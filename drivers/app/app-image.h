@@ -70,7 +70,8 @@ void app_image_clear(struct app_image *img);
  * temporary directory left by a crash is removed by the next unpack. Each layer is
  * hashed while it is read and the unpack fails when it does not match its digest.
  * progress gets stage "unpacking" with the percent of compressed layer bytes read;
- * its checkpoint is asked between layers (and while waiting for the lock).
+ * its checkpoint is asked between layers, within them (every 256 entries and 64 MiB
+ * of data) and while waiting for the lock; its error is returned as it is.
  * ret_img and ret_rootfs may be NULL; both are written only on success.
  */
 int app_image_unpack(const char *images_dir, const struct proto_image_ref *ref, const char *cache_dir,
@@ -126,6 +127,7 @@ struct app_layer_opts {
         uint64_t size;      /* with digest: the blob's size; another size fails as a mismatch */
         void (*on_read)(void *userdata, uint64_t bytes_read); /* compressed bytes read so far; may be NULL */
         void *userdata;
+        const struct na_progress *progress; /* its checkpoint is asked every 256 entries and 64 MiB of data; may be NULL */
 };
 int app_layer_apply(int root_fd, int layer_fd, const struct app_layer_opts *opts, struct na_error *err);
 

@@ -316,8 +316,9 @@ static int whiteout(struct layer *l, const char *raw, const char *parent, const 
         return 0;
 }
 
-static int write_data(struct archive *a, int fd, const char *entry, struct na_error *err)
+static int write_data(struct layer *l, struct archive *a, int fd, const char *entry, struct na_error *err)
 {
+        uint64_t since_checkpoint = 0;
         for (;;) {
                 const void *buf;
                 size_t size;
@@ -328,6 +329,12 @@ static int write_data(struct archive *a, int fd, const char *entry, struct na_er
                 if (r < ARCHIVE_WARN)
                         return na_error_set(err, EIO, NA_E_DRIVER, "entry \"%.300s\": %s", entry,
                                             archive_error_string(a) ?: "cannot read its data");
+                since_checkpoint += size;
+                if (since_checkpoint >= (64u << 20) && l->opts) {
+                        since_checkpoint = 0;
+                        if ((r = na_progress_checkpoint(l->opts->progress, err)) < 0)
+                                return r;
+                }
                 const char *p = buf;
                 while (size > 0) {
                         ssize_t n = RETRY_EINTR(pwrite(fd, p, size, (off_t)offset));
@@ -393,7 +400,7 @@ static int make_entry(struct layer *l, struct archive *a, struct archive_entry *
                         openat(parent_fd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (fd < 0)
                         return na_error_sys(err, errno, "entry \"%.300s\": create", raw);
-                if ((r = write_data(a, fd, raw, err)) < 0)
+                if ((r = write_data(l, a, fd, raw, err)) < 0)
                         return r;
                 if (archive_entry_size_is_set(e) && ftruncate(fd, (off_t)archive_entry_size(e)) < 0)
                         return na_error_sys(err, errno, "entry \"%.300s\": truncate", raw);
@@ -555,9 +562,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct layer *, layer_free)
 
 static int read_entries(struct layer *l, struct archive *a, struct na_error *err)
 {
-        for (;;) {
+        for (unsigned n = 1;; n++) {
                 struct archive_entry *e;
-                int r = archive_read_next_header(a, &e);
+                int r;
+                if (n % 256 == 0 && l->opts && (r = na_progress_checkpoint(l->opts->progress, err)) < 0)
+                        return r;
+                r = archive_read_next_header(a, &e);
                 if (r == ARCHIVE_EOF)
                         return 0;
                 if (r < ARCHIVE_WARN)
