@@ -49,8 +49,8 @@ int reg_client_init(struct reg_client *c, const struct app_registry_options *o, 
                                     c->what);
         if ((o->username && !credential_ok(o->username, true)) || (o->password && !credential_ok(o->password, false)) ||
             (!o->username != !o->password))
-                return na_error_set(err, EINVAL, NA_E_VALIDATION, "%s: registry credentials need a username (no ':') and a password",
-                                    c->what);
+                return na_error_set(err, EINVAL, NA_E_VALIDATION,
+                                    "%s: registry credentials need a username (no ':') and a password", c->what);
         c->easy = curl_easy_init();
         if (!c->easy)
                 return na_error_set(err, ENOMEM, NA_E_INTERNAL, "%s: cannot start libcurl", c->what);
@@ -241,7 +241,8 @@ static int authenticate(struct reg_client *c, const struct reg_response *resp, s
                                 basic = true;
                 }
         if (!basic)
-                return reg_fail(c, "unauthorized", err, "the registry refused an anonymous pull and asks for no known kind of credentials");
+                return reg_fail(c, "unauthorized", err,
+                                "the registry refused an anonymous pull and asks for no known kind of credentials");
         if (!c->opt->username)
                 return reg_fail(c, "unauthorized", err, "the registry asks for credentials and none are configured");
         free(c->auth);

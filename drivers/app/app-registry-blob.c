@@ -65,13 +65,16 @@ static int blob_begin(void *userdata, const struct reg_response *resp, struct na
 {
         struct blob_dl *b = userdata;
         if (b->asked_from == 0)
-                return resp->status == 200 ? 0 : reg_fail(b->c, "http-status", err, "blob sha256:%s: HTTP %ld to a plain GET", b->hex, resp->status);
+                return resp->status == 200 ? 0
+                                           : reg_fail(b->c, "http-status", err, "blob sha256:%s: HTTP %ld to a plain GET",
+                                                      b->hex, resp->status);
         if (resp->status == 200)
                 return restart(b, err); /* the server ignored Range: start over */
         uint64_t start = 0;
         if (resp->status != 206 || sscanf(resp->content_range, "bytes %" SCNu64 "-", &start) != 1 || start != b->asked_from)
-                return reg_fail(b->c, "http-status", err, "blob sha256:%s: resuming at %" PRIu64 ": HTTP %ld, Content-Range \"%.60s\"",
-                                b->hex, b->asked_from, resp->status, resp->content_range);
+                return reg_fail(b->c, "http-status", err,
+                                "blob sha256:%s: resuming at %" PRIu64 ": HTTP %ld, Content-Range \"%.60s\"", b->hex,
+                                b->asked_from, resp->status, resp->content_range);
         return 0;
 }
 
@@ -79,8 +82,8 @@ static int blob_write(void *userdata, const void *data, size_t len, struct na_er
 {
         struct blob_dl *b = userdata;
         if (b->have + len > b->size)
-                return reg_fail(b->c, "digest-mismatch", err, "blob sha256:%s: more than the %" PRIu64 " bytes its descriptor states",
-                                b->hex, b->size);
+                return reg_fail(b->c, "digest-mismatch", err,
+                                "blob sha256:%s: more than the %" PRIu64 " bytes its descriptor states", b->hex, b->size);
         int r = na_write_all(b->fd, data, len, "temporary blob", err);
         if (r < 0)
                 return na_error_prefix(err, "%s", b->l->path);

@@ -84,8 +84,9 @@ static int fetch_manifest(struct reg_client *c, const char *reference, const cha
         if (expect_hex && !streq(f->hex, expect_hex))
                 return reg_fail(c, "digest-mismatch", err, "%s: the registry served content with sha256:%s", what, f->hex);
         if (!expect_hex && header && !streq(f->hex, header_hex))
-                return reg_fail(c, "digest-mismatch", err, "%s: Docker-Content-Digest says sha256:%s, the content has sha256:%s",
-                                what, header_hex, f->hex);
+                return reg_fail(c, "digest-mismatch", err,
+                                "%s: Docker-Content-Digest says sha256:%s, the content has sha256:%s", what, header_hex,
+                                f->hex);
         return reg_manifest_kind(c, f->body, f->len, ct, f->media_type, &f->is_index, err);
 }
 
@@ -191,7 +192,8 @@ int app_registry_pull(const struct app_registry_options *o, const struct proto_i
                       struct na_error *err)
 {
         if (!ref || !ref->name[0] || !images_dir || !images_dir[0] || (!ref->tag[0] == !ref->digest[0]))
-                return na_error_set(err, EINVAL, NA_E_VALIDATION, "image pull: needs an image name with a tag or a digest, and an images directory");
+                return na_error_set(err, EINVAL, NA_E_VALIDATION,
+                                    "image pull: needs an image name with a tag or a digest, and an images directory");
         struct reg_client c;
         int r = reg_client_init(&c, o, ref, err);
         if (r >= 0)

@@ -5,19 +5,24 @@
  *
  * Blocking (libcurl's easy interface): call it from a worker thread, never from the
  * event loop, after the program's curl_global_init(). Thread-safe: one pull shares
- * nothing with another. TLS is always verified; plain http only to a loopback host and only with
- * allow_insecure_http. Anonymous first; a 401 is answered with a bearer token from the
- * challenge's realm (basic credentials sent to the realm when configured) or with basic
- * credentials. Manifests, the config and the layers are stored exactly as served, each
- * verified against its digest while it streams to a temporary file; a dropped
- * connection is resumed with a Range request. An OCI index or a Docker manifest list
- * is resolved to the node's platform (linux/amd64 on x86-64) and only that image is
- * stored, with the index blob itself. Finally index.json gets the entry for the tag
- * (annotation org.opencontainers.image.ref.name) naming the platform's manifest, as
- * skopeo writes it; a digest reference gets an entry without annotations for what
- * the digest names (the index, when it names one), so "<name>@<digest>" resolves. Concurrent pulls of one image serialize on a lock of the layout's
- * directory (flock). When a pull fails, the blobs it wrote are removed again, and so
- * is the layout directory when the pull created it: nothing half-made stays.
+ * nothing with another. TLS is always verified; plain http only to a loopback host,
+ * only with allow_insecure_http, and a redirect never goes from https to http.
+ * Anonymous first; a 401 is answered with a bearer token from the challenge's realm
+ * (basic credentials sent to the realm when configured) or with basic credentials;
+ * credentials never go to another origin (the storage a blob GET redirects to).
+ * Manifests, the config and the layers are stored exactly as served, each verified
+ * against its digest while it streams to a temporary file; a dropped connection is
+ * resumed with a Range request (restarted when the server ignores Range), up to 6
+ * attempts with backoff. An OCI index or a Docker manifest list is resolved to the
+ * node's platform (linux/amd64 on x86-64) and only that image is stored, with the
+ * index blob itself. Finally index.json gets the entry for the tag (annotation
+ * org.opencontainers.image.ref.name) naming the platform's manifest, as skopeo
+ * writes it; a digest reference gets an entry without annotations for what the
+ * digest names (the index, when it names one), so "<name>@<digest>" resolves with
+ * app_image_resolve(). Pulls of one layout serialize on an flock of its directory
+ * (the lock app_image_layout_lock() takes). When a pull fails, the blobs it wrote are
+ * removed again, and so is the layout directory when the pull created it: nothing
+ * half-made stays.
  *
  *   struct app_registry_options o = {.url = "https://registry.example.net"};
  *   char digest[72];
@@ -27,8 +32,8 @@
  *               VALIDATION_ERROR (options), DRIVER_ERROR with details.reason
  *               ("unauthorized", "tls", "network", "digest-mismatch", "bad-manifest",
  *               "unsupported-media-type", "no-platform", "blob-unknown", "http-status",
- *               "bad-layout"), INTERNAL_ERROR
- *               (local I/O), or whatever progress->checkpoint said (a stopped job).
+ *               "bad-layout"), INTERNAL_ERROR (local I/O), or whatever
+ *               progress->checkpoint said (a stopped job).
  */
 #pragma once
 
