@@ -192,11 +192,13 @@ static int open_parent(struct layer *l, const char *parent, const char *entry, b
                 wn += n;
                 int next = app_openat_beneath(cur, comp, O_PATH | O_DIRECTORY, true);
                 if (next < 0 && errno == ENOENT) {
-                        if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
+                        if (mkdirat(cur, comp, 0755) < 0)
                                 return na_error_sys(err, errno, "entry \"%.300s\": create a parent directory", entry);
-                        if (fchmodat(cur, comp, 0755, 0) < 0 || app_pathset_mark(&l->made, walked) < 0)
-                                return na_error_sys(err, errno ? errno : ENOMEM,
-                                                    "entry \"%.300s\": create a parent directory", entry);
+                        /* Just made by us in a directory we hold: the name is that directory, whatever the umask. */
+                        if (fchmodat(cur, comp, 0755, 0) < 0)
+                                return na_error_sys(err, errno, "entry \"%.300s\": create a parent directory", entry);
+                        if (app_pathset_mark(&l->made, walked) < 0)
+                                return na_error_sys(err, ENOMEM, "layer");
                         next = app_openat_beneath(cur, comp, O_PATH | O_DIRECTORY, true);
                 }
                 if (next < 0) {
