@@ -29,6 +29,7 @@ struct reg_client {
         char *auth;               /* "Authorization: ..." for the registry's origin, or NULL */
         char image[400];          /* the reference as given, for messages */
         char what[800];           /* "registry <url>: image <ref>", the prefix of every message */
+        const struct na_progress *progress; /* its checkpoint is asked before every retry */
 };
 
 /* What one response said (the last hop's, after redirects). */

@@ -56,16 +56,16 @@ static int fetch_manifest(struct reg_client *c, const char *reference, const cha
                 struct reg_get_args a = {.url = url, .headers = hdrs, .max_body = REG_MANIFEST_MAX, .timeout_sec = 120};
                 CURLcode code = CURLE_OK;
                 int r = reg_registry_get(c, &a, &resp, &code, err);
-                if (r == 0 && (resp.status >= 500 || resp.status == 429) && attempt + 1 < REG_MANIFEST_RETRIES) {
-                        reg_backoff(attempt);
-                        continue;
-                }
-                if (r == 0)
+                bool busy = r == 0 && (resp.status >= 500 || resp.status == 429);
+                if (r == 0 && !(busy && attempt + 1 < REG_MANIFEST_RETRIES))
                         break;
                 reg_response_done(&resp);
-                if (!reg_curl_retryable(code) || attempt + 1 >= REG_MANIFEST_RETRIES)
+                if (!busy && (!reg_curl_retryable(code) || attempt + 1 >= REG_MANIFEST_RETRIES))
                         return r;
                 na_error_clear(err);
+                r = na_progress_checkpoint(c->progress, err);
+                if (r < 0)
+                        return r;
                 reg_backoff(attempt);
         }
         if (resp.status != 200) {
@@ -196,6 +196,7 @@ int app_registry_pull(const struct app_registry_options *o, const struct proto_i
                                     "image pull: needs an image name with a tag or a digest, and an images directory");
         struct reg_client c;
         int r = reg_client_init(&c, o, ref, err);
+        c.progress = progress;
         if (r >= 0)
                 r = pull(&c, ref, images_dir, progress, ret_manifest_digest, ret_bytes, err);
         reg_client_done(&c);
