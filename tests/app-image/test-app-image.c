@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "common/fileio.h"
@@ -577,6 +578,9 @@ static void test_delete(void **state)
         assert_true(blob_exists(layout, jstr(b, "config")));
         assert_false(exists(rootfs));
         assert_false(exists(hexdir));
+        char *lock = pathf("%s.lock", hexdir);
+        assert_false(exists(lock));
+        free(lock);
         ref = ref_of("del:b");
         assert_int_equal(app_image_resolve(f->images, &ref, true, &img, &err), 0);
         app_image_clear(&img);
@@ -601,6 +605,24 @@ static void test_delete(void **state)
         json_decref(b);
 }
 
+static void test_layout_lock(void **state)
+{
+        struct fixture *f = *state;
+        struct na_error err = NA_ERROR_INIT;
+        int fd = -1;
+        assert_int_equal(app_image_layout_lock(f->images, "new/layout", &fd, &err), 0);
+        char *dir = pathf("%s/new/layout", f->images);
+        int other = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(other >= 0);
+        assert_int_equal(flock(other, LOCK_EX | LOCK_NB), -1); /* what a pull or a delete would wait for */
+        close(fd);
+        assert_int_equal(flock(other, LOCK_EX | LOCK_NB), 0);
+        close(other);
+        free(dir);
+        assert_true(app_image_layout_lock(f->images, "../escape", &fd, &err) < 0);
+        na_error_clear(&err);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -615,6 +637,7 @@ int main(void)
                 cmocka_unit_test(test_skopeo_layout),
                 cmocka_unit_test(test_list),
                 cmocka_unit_test(test_delete),
+                cmocka_unit_test(test_layout_lock),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
