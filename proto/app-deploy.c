@@ -117,15 +117,18 @@ static bool env_decode(json_t *t, struct proto_app_template *out, struct na_erro
                         ok = false;
                         continue;
                 }
-                snprintf(path, sizeof(path), "template.env.%s", k);
+                /* A variable named _errors cannot be a path segment of the details: it says so on env. */
+                bool own = !streq(k, "_errors");
+                snprintf(path, sizeof(path), own ? "template.env.%s" : "template.env", k);
+                const char *who = own ? "" : "_errors: ";
                 if (!json_is_string(v)) {
-                        na_error_field(err, path, "must be a string");
+                        na_error_field(err, path, "%smust be a string", who);
                         ok = false;
                 } else if (strlen(json_string_value(v)) != json_string_length(v)) {
-                        na_error_field(err, path, "must not contain NUL characters");
+                        na_error_field(err, path, "%smust not contain NUL characters", who);
                         ok = false;
                 } else if (json_string_length(v) > PROTO_APP_ENV_VALUE_MAX) {
-                        na_error_field(err, path, "must be at most %d bytes", PROTO_APP_ENV_VALUE_MAX);
+                        na_error_field(err, path, "%smust be at most %d bytes", who, PROTO_APP_ENV_VALUE_MAX);
                         ok = false;
                 }
         }

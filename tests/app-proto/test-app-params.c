@@ -226,6 +226,7 @@ static const struct bad_case bad_cases[] = {
         { "template.env", "{\"A-B\": \"a\"}", "template.env", false },
         { "template.env", "{\"PORT\": 8080}", "template.env.PORT", true },
         { "template.env", "{\"X\": \"a\\u0000b\"}", "template.env.X", false },
+        { "template.env", "{\"_errors\": 1}", "template.env", false },
         { "template.volumePath", "\"data\"", "template.volumePath", true },
         { "template.volumePath", "\"/data/../etc\"", "template.volumePath", false },
         { "template.volumePath", "\"/\"", "template.volumePath", false },
