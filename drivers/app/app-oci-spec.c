@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <sys/resource.h>
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
@@ -163,15 +164,28 @@ static json_t *environment(const struct app_oci_input *in)
         return env;
 }
 
+/*
+ * NOFILE 65536, or the hard limit we run under when that is lower: crun sets rlimits
+ * inside the user namespace, where a hard limit can only go down.
+ */
+static json_int_t nofile(void)
+{
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < APP_OCI_NOFILE)
+                return (json_int_t)rl.rlim_max;
+        return APP_OCI_NOFILE;
+}
+
 static json_t *process(const struct app_oci_input *in)
 {
+        json_int_t files = nofile();
         json_t *capset = strv(caps, ARRAY_SIZE(caps));
         json_t *c = json_pack("{s:O, s:O, s:o, s:[], s:[]}", "bounding", capset, "effective", capset, "permitted",
                               capset, "inheritable", "ambient");
-        return json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:[{s:s, s:i, s:i}], s:b}", "terminal", 0,
+        return json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:[{s:s, s:I, s:I}], s:b}", "terminal", 0,
                          "user", "uid", 0, "gid", 0, "args", strv((const char *const *)in->argv, SIZE_MAX), "env",
                          environment(in), "cwd", in->cwd ? in->cwd : "/",
-                         "capabilities", c, "rlimits", "type", "RLIMIT_NOFILE", "hard", 65536, "soft", 65536,
+                         "capabilities", c, "rlimits", "type", "RLIMIT_NOFILE", "hard", files, "soft", files,
                          "noNewPrivileges", 1);
 }
 

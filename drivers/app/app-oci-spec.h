@@ -4,7 +4,9 @@
  *
  * What every app gets:
  *  - process: the command in exec form (never a shell), env "K=V", cwd (default "/"),
- *    uid/gid 0 inside, terminal false, noNewPrivileges, rlimit NOFILE 65536/65536,
+ *    uid/gid 0 inside, terminal false, noNewPrivileges, rlimit NOFILE 65536/65536
+ *    (or the caller's own hard limit when lower: crun sets it inside the user
+ *    namespace, where it cannot be raised),
  *    Docker's default capabilities minus NET_RAW in the bounding, effective and
  *    permitted sets; inheritable and ambient empty (inheritable stays empty since
  *    Docker's and runc's fix for CVE-2022-24769, so a file's inheritable
@@ -42,6 +44,7 @@
 #define APP_OCI_DEFAULT_PIDS 512
 #define APP_OCI_DEFAULT_VOLUME_PATH "/home/container"
 #define APP_OCI_CPU_PERIOD 100000
+#define APP_OCI_NOFILE 65536
 
 struct app_oci_input {
         const char *id, *hostname;

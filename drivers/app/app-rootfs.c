@@ -1,0 +1,237 @@
+/* The app's overlay root (see app-rootfs.h). */
+#include "drivers/app/app-rootfs.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "common/fileio.h"
+#include "drivers/app/app-image.h"
+#include "drivers/app/app-mountinfo.h"
+#include "drivers/app/app-names.h"
+
+#define MOUNTINFO "/proc/self/mountinfo"
+
+static int check_dir(const char *what, const char *p, struct na_error *err)
+{
+        if (!app_path_clean(p) || streq(p, "/") || strpbrk(p, ",:\\"))
+                return na_error_set(err, EINVAL, NA_E_INTERNAL,
+                                    "rootfs: %s must be a clean absolute path without ',' ':' '\\'", what);
+        return 0;
+}
+
+char *app_rootfs_path(const char *app_dir)
+{
+        return na_strdupf("%s/rootfs", app_dir);
+}
+
+/* mkdir name under dir_fd (when missing) and give it to uid:gid with mode; never follows a link. */
+static int make_dir(int dir_fd, const char *app_dir, const char *name, mode_t mode, uid_t uid, gid_t gid,
+                    struct na_error *err)
+{
+        if (mkdirat(dir_fd, name, mode) < 0 && errno != EEXIST)
+                return na_error_sys(err, errno, "rootfs: mkdir %s/%s", app_dir, name);
+        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return na_error_sys(err, errno, "rootfs: open %s/%s", app_dir, name);
+        if (fchown(fd, uid, gid) < 0 || fchmod(fd, mode) < 0)
+                return na_error_sys(err, errno, "rootfs: chown %s/%s", app_dir, name);
+        return 0;
+}
+
+/*
+ * A user namespace mapping 0..count-1 onto uid.. and gid..: a child unshares one, we
+ * write its maps and keep an fd to it; the child then exits. The namespace lives on
+ * as long as the fd (and the idmapped mount made with it).
+ */
+static int idmap_userns(uid_t uid, gid_t gid, uint32_t count, int *ret_fd, struct na_error *err)
+{
+        int up[2], down[2];
+        if (pipe2(up, O_CLOEXEC) < 0)
+                return na_error_sys(err, errno, "rootfs: pipe");
+        if (pipe2(down, O_CLOEXEC) < 0) {
+                int e = errno;
+                close(up[0]);
+                close(up[1]);
+                return na_error_sys(err, e, "rootfs: pipe");
+        }
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(up[0]);
+                close(down[1]);
+                char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+                if (write(up[1], &c, 1) != 1 || c != 'y')
+                        _exit(1);
+                (void)!read(down[0], &c, 1); /* until the parent has what it needs */
+                _exit(0);
+        }
+        int r = 0;
+        close(up[1]);
+        close(down[0]);
+        char c = 0;
+        if (pid < 0)
+                r = na_error_sys(err, errno, "rootfs: fork");
+        else if (RETRY_EINTR(read(up[0], &c, 1)) != 1 || c != 'y')
+                r = na_error_set(err, EPERM, NA_E_INTERNAL, "rootfs: cannot make a user namespace for the id map");
+        for (int i = 0; r == 0 && i < 2; i++) {
+                char path[64], map[64];
+                snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, i == 0 ? "uid_map" : "gid_map");
+                int n = snprintf(map, sizeof(map), "0 %u %u\n", i == 0 ? (unsigned)uid : (unsigned)gid, count);
+                _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+                if (fd < 0 || write(fd, map, (size_t)n) != n)
+                        r = na_error_sys(err, errno, "rootfs: write %s", path);
+        }
+        if (r == 0) {
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+                *ret_fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (*ret_fd < 0)
+                        r = na_error_sys(err, errno, "rootfs: open %s", path);
+        }
+        close(up[0]);
+        close(down[1]); /* the child reads EOF and exits */
+        if (pid > 0)
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        return r;
+}
+
+/*
+ * <app_dir>/lower: the image root as the app sees it, an idmapped bind mount (host
+ * id n shows as uid_base + n, for n below count), read-only.
+ */
+static int mount_idmapped_lower(const char *lower, const char *app_dir, int dir_fd, uid_t uid, gid_t gid,
+                                struct na_error *err)
+{
+        int r = make_dir(dir_fd, app_dir, "lower", 0755, 0, 0, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int ns = -1;
+        if ((r = idmap_userns(uid, gid, APP_ROOTFS_ID_COUNT, &ns, err)) < 0)
+                return r;
+        _cleanup_close_ int tree = open_tree(AT_FDCWD, lower, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree < 0)
+                return na_error_sys(err, errno, "rootfs: clone %s", lower);
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                                               MOUNT_ATTR_NODEV,
+                                   .userns_fd = (uint64_t)ns };
+        if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+                return na_error_sys(err, errno, "rootfs: id-map %s (needs Linux 5.12 and a file system that "
+                                                "supports idmapped mounts)", lower);
+        if (move_mount(tree, "", dir_fd, "lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return na_error_sys(err, errno, "rootfs: mount %s at %s/lower", lower, app_dir);
+        return 0;
+}
+
+static int umount_if(const char *app_dir, const char *name, const char *fstype, struct na_error *err)
+{
+        _cleanup_free_ char *path = na_strdupf("%s/%s", app_dir, name), *found = NULL;
+        if (!path)
+                return na_error_sys(err, ENOMEM, "rootfs");
+        int r = app_mountinfo_find(MOUNTINFO, path, &found, NULL, err);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return na_error_prefix(err, "rootfs %s", path);
+        if (fstype && !streq(found, fstype))
+                return 0;
+        if (umount2(path, UMOUNT_NOFOLLOW) < 0 && errno != EINVAL)
+                return na_error_sys(err, errno, "rootfs: unmount %s", path);
+        return 0;
+}
+
+int app_rootfs_is_mounted(const char *app_dir, bool *ret, struct na_error *err)
+{
+        int r = check_dir("app directory", app_dir, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *merged = app_rootfs_path(app_dir), *fstype = NULL;
+        if (!merged)
+                return na_error_sys(err, ENOMEM, "rootfs");
+        r = app_mountinfo_find(MOUNTINFO, merged, &fstype, NULL, err);
+        if (r < 0 && r != -ENOENT)
+                return na_error_prefix(err, "rootfs %s", merged);
+        *ret = r == 0 && streq(fstype, "overlay");
+        return 0;
+}
+
+int app_rootfs_mount(const char *lower, const char *app_dir, uid_t uid, gid_t gid, struct na_error *err)
+{
+        int r = check_dir("image root", lower, err);
+        if (r < 0 || (r = check_dir("app directory", app_dir, err)) < 0)
+                return r;
+        bool mounted;
+        if ((r = app_rootfs_is_mounted(app_dir, &mounted, err)) < 0)
+                return r;
+        if (mounted)
+                return na_error_set(err, EBUSY, NA_E_INTERNAL, "rootfs %s/rootfs: already mounted", app_dir);
+        struct stat st;
+        if (stat(lower, &st) < 0 || !S_ISDIR(st.st_mode))
+                return na_error_set(err, ENOENT, NA_E_INTERNAL, "rootfs: image root %s is not a directory", lower);
+        _cleanup_close_ int dfd = open(app_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return na_error_sys(err, errno, "rootfs: open %s", app_dir);
+        if ((r = make_dir(dfd, app_dir, "upper", 0755, uid, gid, err)) < 0 ||
+            (r = make_dir(dfd, app_dir, "work", 0700, 0, 0, err)) < 0 ||
+            (r = make_dir(dfd, app_dir, "rootfs", 0755, 0, 0, err)) < 0)
+                return r;
+        /* A lower left mounted by an earlier attempt is replaced. */
+        if ((r = umount_if(app_dir, "lower", NULL, err)) < 0 ||
+            (r = mount_idmapped_lower(lower, app_dir, dfd, uid, gid, err)) < 0)
+                return r;
+        _cleanup_free_ char *opts = na_strdupf("lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work", app_dir,
+                                               app_dir, app_dir);
+        _cleanup_free_ char *merged = app_rootfs_path(app_dir);
+        if (!opts || !merged)
+                r = na_error_sys(err, ENOMEM, "rootfs");
+        else if (strlen(opts) >= 4000)
+                r = na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL, "rootfs %s: paths too long", merged);
+        else if (mount("overlay", merged, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+                r = na_error_sys(err, errno, "rootfs: mount overlay at %s", merged);
+        if (r < 0) {
+                struct na_error e = NA_ERROR_INIT;
+                umount_if(app_dir, "lower", NULL, &e);
+                na_error_clear(&e);
+        }
+        return r;
+}
+
+int app_rootfs_umount(const char *app_dir, struct na_error *err)
+{
+        int r = check_dir("app directory", app_dir, err);
+        if (r < 0 || (r = umount_if(app_dir, "rootfs", "overlay", err)) < 0)
+                return r;
+        return umount_if(app_dir, "lower", NULL, err);
+}
+
+int app_rootfs_remove(const char *app_dir, struct na_error *err)
+{
+        int r = app_rootfs_umount(app_dir, err);
+        if (r < 0)
+                return r;
+        bool mounted;
+        if ((r = app_rootfs_is_mounted(app_dir, &mounted, err)) < 0)
+                return r;
+        if (mounted) /* stacked mounts: never remove through one */
+                return na_error_set(err, EBUSY, NA_E_INTERNAL, "rootfs %s/rootfs: still mounted", app_dir);
+        _cleanup_close_ int dfd = open(app_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return na_error_sys(err, errno, "rootfs: open %s", app_dir);
+        }
+        _cleanup_free_ char *lower = na_strdupf("%s/lower", app_dir);
+        if (!lower)
+                return na_error_sys(err, ENOMEM, "rootfs");
+        if ((r = app_mountinfo_find(MOUNTINFO, lower, NULL, NULL, err)) != -ENOENT)
+                return r < 0 ? r : na_error_set(err, EBUSY, NA_E_INTERNAL, "rootfs %s: still mounted", lower);
+        static const char *const parts[] = { "upper", "work", "rootfs", "lower" };
+        for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
+                if ((r = app_rm_rf_at(dfd, parts[i], err)) < 0)
+                        return na_error_prefix(err, "rootfs %s", app_dir);
+        return 0;
+}
