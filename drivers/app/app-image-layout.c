@@ -155,7 +155,7 @@ static int read_bounded(int fd, size_t max, char **ret, size_t *ret_len)
 
 int app_layout_read_index(int layout_fd, const char *label, json_t **ret, struct na_error *err)
 {
-        _cleanup_close_ int fd = app_openat_beneath(layout_fd, "index.json", O_RDONLY | O_NOFOLLOW, true);
+        _cleanup_close_ int fd = app_openat_beneath(layout_fd, "index.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK, true);
         if (fd < 0) {
                 if (errno == ENOENT)
                         return not_found(err, label, "%s", "the layout has no index.json");
@@ -189,13 +189,19 @@ int app_layout_open_blob(int layout_fd, const char *label, const char *digest, i
                 return na_error_set(err, EINVAL, NA_E_DRIVER, "image %s: unsupported digest \"%.80s\"", label, digest);
         char path[96];
         snprintf(path, sizeof(path), "blobs/sha256/%s", digest + 7);
-        int fd = app_openat_beneath(layout_fd, path, O_RDONLY, false);
+        /* O_NONBLOCK: a FIFO planted as a blob must not hang the open (it is refused below). */
+        _cleanup_close_ int fd = app_openat_beneath(layout_fd, path, O_RDONLY | O_NONBLOCK, false);
         if (fd < 0) {
                 if (errno == ENOENT || errno == ENOTDIR || errno == EXDEV || errno == ELOOP)
                         return not_found(err, label, "blob %s is missing", digest);
                 return na_error_sys(err, errno, "image %s: open blob %s", label, digest);
         }
-        *ret_fd = fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return na_error_sys(err, errno, "image %s: stat blob %s", label, digest);
+        if (!S_ISREG(st.st_mode))
+                return na_error_set(err, EINVAL, NA_E_DRIVER, "image %s: blob %s is not a regular file", label, digest);
+        *ret_fd = TAKE_FD(fd);
         return 0;
 }
 

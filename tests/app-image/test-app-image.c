@@ -228,6 +228,19 @@ static void test_corrupt_blobs_are_refused(void **state)
         assert_string_equal(err.code, NA_E_IMAGE_NOT_FOUND);
         assert_non_null(strstr(err.message, "corrupt:m"));
         na_error_clear(&err);
+
+        /* A FIFO planted as a blob is refused, not waited on. */
+        json_t *j3 = mkimage_json(layout, "f", "--cmd", "[\"fifo\"]", NULL);
+        p = pathf("%s/blobs/sha256/%s", layout, jstr(j3, "config") + 7);
+        assert_int_equal(unlink(p), 0);
+        assert_int_equal(mkfifo(p, 0644), 0);
+        free(p);
+        ref = ref_of("corrupt:f");
+        assert_true(app_image_resolve(f->images, &ref, false, &img, &err) < 0);
+        assert_string_equal(err.code, NA_E_DRIVER);
+        assert_non_null(strstr(err.message, "not a regular file"));
+        na_error_clear(&err);
+        json_decref(j3);
         json_decref(j);
         json_decref(j2);
         free(layout);
