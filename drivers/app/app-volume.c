@@ -207,6 +207,18 @@ int app_volume_is_mounted(const char *dir, bool *ret, struct na_error *err)
         return 0;
 }
 
+/* mkfs makes lost+found root's (host 0, nobody in the app): give it to the volume root's owner. */
+static void give_lost_found(const char *dir)
+{
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat root, lf;
+        if (fd < 0 || fstat(fd, &root) < 0 || fstatat(fd, "lost+found", &lf, AT_SYMLINK_NOFOLLOW) < 0)
+                return;
+        if (S_ISDIR(lf.st_mode) && lf.st_uid == 0 && root.st_uid != 0)
+                if (fchownat(fd, "lost+found", root.st_uid, root.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+                        return; /* cosmetic: the app can live without it */
+}
+
 int app_volume_mount(const char *image, const char *dir, struct na_error *err)
 {
         int r = check_path("image", image, err);
@@ -235,6 +247,7 @@ int app_volume_mount(const char *image, const char *dir, struct na_error *err)
                 return r;
         }
         /* Closing loop_fd leaves the device to the mount; autoclear detaches it at the last umount. */
+        give_lost_found(dir);
         return 0;
 }
 

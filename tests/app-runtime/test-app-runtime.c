@@ -296,13 +296,18 @@ static void expect(const struct run *r, const char *text)
 static void test_user_namespace(void **state)
 {
         struct run r = sh("id -u; id -g; echo data > /home/container/owned; echo up > /written-by-app; "
-                          "cat /proc/self/uid_map; ls -ln /home/container",
+                          "echo x > /etc/by-app; cat /proc/self/uid_map; ls -ln /home/container; "
+                          "echo image-owner=$(stat -c %u:%g /bin/busybox); "
+                          "echo volume-owner=$(stat -c %u:%g /home/container/lost+found)",
                           NULL, NULL);
         assert_int_equal(r.status, 0);
         assert_true(strncmp(r.out, "0\n0\n", 4) == 0);
         char want[64];
         snprintf(want, sizeof(want), "%u", F.ids.uid_base);
         expect(&r, want); /* uid_map: 0 <base> 65536 */
+        expect(&r, "image-owner=0:0"); /* the idmapped image layer: root's files are root's */
+        expect(&r, "volume-owner=0:0");
+        assert_null(strstr(r.out, "can't create"));
         free(r.out);
 
         char p[8192];
