@@ -22,7 +22,10 @@
  *      r = app_rootfs_umount(app_dir, &err);       0 when not mounted
  *      r = app_rootfs_remove(app_dir, &err);       unmounts, removes upper, work, rootfs, lower
  * Paths must be canonical absolute paths (no symbolic links), without ',' ':' or '\'
- * (overlayfs' option separators).
+ * (overlayfs' option separators). crun makes the container's mounts from inside its
+ * user namespace, where host root's directories are "other": app_dir, the volume's
+ * mount point and every directory above them must be searchable by others (0711 is
+ * enough; the test uses it), or crun fails with "Permission denied".
  */
 #pragma once
 
