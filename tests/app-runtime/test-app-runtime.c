@@ -11,7 +11,9 @@
  *   (d) writing past the volume quota fails with ENOSPC, earlier data intact; the
  *       volume grows online;
  *   (e) /proc/sys is read-only inside;
- *   (f) seccomp denies unshare(CLONE_NEWUSER), which works without the profile;
+ *   (f) seccomp denies unshare(CLONE_NEWUSER), which works without the profile; the
+ *       process has Docker's capabilities minus NET_RAW, no new privileges, its
+ *       NOFILE, cpu and memory limits in its cgroup, and an allowed personality;
  *   (g) crun state/kill/delete from the normal mount namespace, -ENOENT after.
  * Everything (containers, mounts, loop devices, cgroups, directories) is removed in
  * the group teardown, also after a failure. Exits 77 only without root or crun.
@@ -26,6 +28,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -83,7 +86,8 @@ static void make_busybox_root(const char *root)
 {
         static const char *const dirs[] = { "bin", "proc", "sys", "dev", "etc", "tmp", "home", "root" };
         static const char *const applets[] = { "sh",   "echo", "cat", "dd",    "sleep",     "id",
-                                               "ls",   "grep", "stat", "unshare", "sha256sum", "rm" };
+                                               "ls",   "grep", "stat", "unshare", "sha256sum", "rm",
+                                               "uname", "linux32" };
         char p[8192], q[8192];
         if (mkdir(root, 0755) < 0)
                 die_errno(root);
@@ -453,6 +457,52 @@ static void test_proc_sys_readonly(void **state)
         free(r.out);
 }
 
+static void half_core(struct app_oci_input *in)
+{
+        in->cpu_cores = 0.5;
+        in->memory_mb = 96;
+}
+
+/* What the process gets: capabilities, no new privileges, NOFILE, cgroup limits, personality. */
+static void test_process(void **state)
+{
+        struct run r = sh("grep -E '^(Cap|NoNewPrivs)' /proc/self/status; echo nofile=$(ulimit -n); "
+                          "cd /sys/fs/cgroup; for f in cpu/cpu.cfs_quota_us cpu/cpu.cfs_period_us cpu.max "
+                          "memory/memory.limit_in_bytes memory/memory.memsw.limit_in_bytes memory.max "
+                          "memory.swap.max; do [ -e $f ] && echo $f=$(cat $f); done; "
+                          "echo arch=$(linux32 uname -m); true",
+                          half_core, NULL);
+        assert_int_equal(r.status, 0);
+        /* Docker's default set without CAP_NET_RAW (bit 13): 0xa80425fb - 0x2000. */
+        expect(&r, "CapEff:\t00000000a80405fb");
+        expect(&r, "CapBnd:\t00000000a80405fb");
+        expect(&r, "CapPrm:\t00000000a80405fb");
+        expect(&r, "CapInh:\t0000000000000000");
+        expect(&r, "CapAmb:\t0000000000000000");
+        expect(&r, "NoNewPrivs:\t1");
+        struct rlimit rl;
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        char want[64];
+        snprintf(want, sizeof(want), "nofile=%llu",
+                 (unsigned long long)(rl.rlim_max < APP_OCI_NOFILE ? rl.rlim_max : APP_OCI_NOFILE));
+        expect(&r, want);
+        if (strstr(r.out, "cpu.max="))
+                expect(&r, "cpu.max=50000 100000");
+        else {
+                expect(&r, "cpu/cpu.cfs_quota_us=50000");
+                expect(&r, "cpu/cpu.cfs_period_us=100000");
+        }
+        if (strstr(r.out, "memory.max="))
+                expect(&r, "memory.max=100663296");
+        else {
+                expect(&r, "memory/memory.limit_in_bytes=100663296");
+                if (strstr(r.out, "memsw"))
+                        expect(&r, "memory/memory.memsw.limit_in_bytes=100663296");
+        }
+        expect(&r, "arch=i686"); /* personality(PER_LINUX32) is one of the allowed values */
+        free(r.out);
+}
+
 static void drop_seccomp(json_t *cfg)
 {
         json_object_del(json_object_get(cfg, "linux"), "seccomp");
@@ -648,7 +698,8 @@ int main(void)
                 cmocka_unit_test(test_user_namespace),    cmocka_unit_test(test_memory_limit),
                 cmocka_unit_test(test_pids_limit),        cmocka_unit_test(test_volume_quota),
                 cmocka_unit_test(test_proc_sys_readonly), cmocka_unit_test(test_seccomp),
-                cmocka_unit_test(test_state_kill_delete), cmocka_unit_test(test_volume_cycle),
+                cmocka_unit_test(test_process),           cmocka_unit_test(test_state_kill_delete),
+                cmocka_unit_test(test_volume_cycle),
                 cmocka_unit_test(test_rootfs_cycle),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
