@@ -659,6 +659,45 @@ static void test_volume_cycle(void **state)
         must(app_volume_remove(img2, dir2, &err), &err, "remove again");
 }
 
+/* Six processes attach and detach volumes at once: loop devices taken between
+ * LOOP_CTL_GET_FREE and LOOP_CONFIGURE are retried, every mount gets its own. */
+static void test_volume_parallel(void **state)
+{
+        pid_t pids[6];
+        for (int p = 0; p < 6; p++) {
+                pids[p] = fork();
+                assert_true(pids[p] >= 0);
+                if (pids[p] > 0)
+                        continue;
+                struct na_error err = NA_ERROR_INIT;
+                char img[4200], dir[4200], f[8400];
+                snprintf(img, sizeof(img), "%s/par-%d.img", F.base, p);
+                snprintf(dir, sizeof(dir), "%s/par-%d", F.base, p);
+                snprintf(f, sizeof(f), "%s/mine", dir);
+                for (int round = 0; round < 3; round++) {
+                        if (app_volume_create(img, 8, 1, 1, &err) < 0 || app_volume_mount(img, dir, &err) < 0) {
+                                fprintf(stderr, "worker %d: %s\n", p, err.message);
+                                app_volume_remove(img, dir, &err);
+                                _exit(1);
+                        }
+                        int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+                        bool ok = fd >= 0 && write(fd, &p, sizeof(p)) == (ssize_t)sizeof(p);
+                        if (fd >= 0)
+                                close(fd);
+                        if (!ok || app_volume_remove(img, dir, &err) < 0) {
+                                fprintf(stderr, "worker %d: %s\n", p, ok ? err.message : "write");
+                                _exit(1);
+                        }
+                }
+                _exit(0);
+        }
+        for (int p = 0; p < 6; p++) {
+                int st = 0;
+                assert_int_equal(waitpid(pids[p], &st, 0), pids[p]);
+                assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        }
+}
+
 /* Rootfs: unmount and remove take the app's layer away and leave the image alone. */
 static void test_rootfs_cycle(void **state)
 {
@@ -699,7 +738,7 @@ int main(void)
                 cmocka_unit_test(test_pids_limit),        cmocka_unit_test(test_volume_quota),
                 cmocka_unit_test(test_proc_sys_readonly), cmocka_unit_test(test_seccomp),
                 cmocka_unit_test(test_process),           cmocka_unit_test(test_state_kill_delete),
-                cmocka_unit_test(test_volume_cycle),
+                cmocka_unit_test(test_volume_cycle),      cmocka_unit_test(test_volume_parallel),
                 cmocka_unit_test(test_rootfs_cycle),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
