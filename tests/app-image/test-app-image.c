@@ -311,6 +311,14 @@ static void test_unpack_once(void **state)
         free(p);
         assert_int_equal(stat(rootfs, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0755);
+        /* The root works: its busybox runs the image's command in it. */
+        const char *argv[] = { "/usr/sbin/chroot", rootfs, "/bin/sh", "-c", "cd /home/container && echo hi from $PWD",
+                               NULL };
+        char *out = NULL;
+        if (na_spawn((char *const *)argv, NULL, &out, 4096, &err) < 0)
+                fail_msg("chroot: %s", err.message);
+        assert_string_equal(out, "hi from /home/container\n");
+        free(out);
         app_image_clear(&img);
         free(rootfs);
 

@@ -3,7 +3,7 @@
 
 Usage:
   mkimage.py --layout DIR --tag TAG [--cmd JSON-ARRAY] [--entrypoint JSON-ARRAY]
-             [--env K=V ...] [--workdir PATH] [--compress gzip|none|zstd]
+             [--env K=V [K=V ...]] [--workdir PATH] [--compress gzip|none|zstd]
              [--no-base] [--extra-layer SPEC ...] [--docker] [--index] [--json]
              [--busybox PATH] [--mtime EPOCH]
   mkimage.py --layer-only OUT.tar --extra-layer SPEC [--compress ...]
@@ -245,7 +245,7 @@ def main():
     ap.add_argument("--tag")
     ap.add_argument("--cmd")
     ap.add_argument("--entrypoint")
-    ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--env", action="extend", nargs="+", default=[])
     ap.add_argument("--workdir", default="/home/container")
     ap.add_argument("--compress", default="gzip", choices=["gzip", "none", "zstd"])
     ap.add_argument("--no-base", action="store_true")
