@@ -9,6 +9,9 @@
  *                           in test-runs.log; the crash test counts both.
  *   test.sleep {sleepMs?}   changes nothing; sleeps with safe points (timeouts,
  *                           cancels, leases, drain).
+ *   test.hang {sleepMs?}    changes the node (journaled) but sleeps with no safe
+ *                           point: a driver call that does not return in time, for
+ *                           the shutdown that leaves a worker behind.
  * Both report progress once, at start: what keeps their lease alive after that is
  * the link's keepalive, which the lease test observes.
  */
@@ -140,6 +143,28 @@ static const struct job_kind test_sleep = {
         .run = test_sleep_run,
 };
 
-job_kind_list test_job_kinds = { &test_append, &test_sleep, NULL };
+static int test_hang_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        (void)err;
+        const struct test_params *p = params;
+        job_progress(ctx, "working", 0, NULL);
+        struct timespec ts = { (time_t)(p->sleep_ms / 1000), (long)(p->sleep_ms % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+        *ret = json_pack("{s:I}", "sleptMs", (json_int_t)p->sleep_ms);
+        return 0;
+}
+
+static const struct job_kind test_hang = {
+        .name = "test.hang",
+        .target = PROTO_TARGET_NODE,
+        .changes = true,
+        .stages = test_stages,
+        .decode = test_decode,
+        .free_params = free,
+        .run = test_hang_run,
+};
+
+job_kind_list test_job_kinds = { &test_append, &test_sleep, &test_hang, NULL };
 
 #endif /* NA_TEST_HOOKS */

@@ -304,6 +304,66 @@ static void test_post_from_loop_thread(void **state)
         assert_int_equal(c.step, 100);
 }
 
+/* Post nodes (the posts that cannot fail): queued twice, run once; queued again from
+ * its own run, run again; freed by its own run, never touched after. */
+struct node_state {
+        struct fixture *f;
+        struct loop_post_node node;
+        int runs;
+        int *freed_runs;
+};
+
+static void node_fn(void *userdata)
+{
+        struct node_state *n = userdata;
+        n->runs++;
+        if (n->runs == 1) {
+                loop_post_queue(n->f->loop, &n->node); /* again, from its own run */
+                loop_post_queue(n->f->loop, &n->node); /* already queued: nothing */
+        } else
+                loop_quit(n->f->loop, 7);
+}
+
+static void node_free_fn(void *userdata)
+{
+        struct node_state *n = userdata;
+        (*n->freed_runs)++;
+        free(n); /* the node lives in what its run frees */
+}
+
+static void test_post_nodes(void **state)
+{
+        struct fixture *f = *state;
+        struct node_state n = { .f = f };
+        loop_post_init(&n.node, node_fn, &n);
+        loop_post_queue(f->loop, &n.node);
+        loop_post_queue(f->loop, &n.node);
+        int freed_runs = 0;
+        struct node_state *heap = calloc(1, sizeof(*heap));
+        assert_non_null(heap);
+        heap->freed_runs = &freed_runs;
+        loop_post_init(&heap->node, node_free_fn, heap);
+        loop_post_queue(f->loop, &heap->node);
+        assert_int_equal(run(f), 7);
+        assert_int_equal(n.runs, 2);
+        assert_int_equal(freed_runs, 1);
+}
+
+/* Arming never allocates: the room is made when a timer is created. */
+static void test_timer_new_makes_room(void **state)
+{
+        struct fixture *f = *state;
+        struct loop_timer *t[100];
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                t[i] = loop_timer_new(f->loop, NULL, NULL);
+                assert_non_null(t[i]);
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+                loop_timer_arm_ms(t[i], 100000 + i);
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+                loop_timer_free(t[i]);
+}
+
 /* ---- fd watches ---- */
 
 struct pipe_state {
@@ -417,6 +477,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_many_timers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_post_from_threads_in_order, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_post_from_loop_thread, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_post_nodes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_timer_new_makes_room, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fd_watch, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_signals, setup, teardown),
         };

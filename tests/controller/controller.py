@@ -53,6 +53,7 @@ class State:
         self.queue = []       # ids waiting to be offered, oldest first
         self.raw_jobs = []    # offered verbatim
         self.raw_answer = None
+        self.raw_texts = []   # job texts spliced verbatim into the next answer
         self.reports = []
         self.max_seq = 0
         self.hellos = []
@@ -216,11 +217,24 @@ class Handler(BaseHTTPRequestHandler):
                         STATE.raw_answer = None
                         return raw.get("status", 200), RawBody(raw["body"]), None
                     STATE.reap_leases()
-                    if STATE.queue or STATE.raw_jobs:
-                        out = STATE.raw_jobs[:mx]
+                    # A raw text is offered again, like a lease that ran out, every 2 s
+                    # until its job has a result (an agent may ask again with max=1).
+                    now = time.time()
+                    STATE.raw_texts = [r for r in STATE.raw_texts
+                                       if not (r["id"] in STATE.jobs and STATE.jobs[r["id"]]["results"])]
+                    due = [r for r in STATE.raw_texts if r["offeredAt"] is None or now - r["offeredAt"] > 2]
+                    if STATE.queue or STATE.raw_jobs or due:
+                        texts = []
+                        for r in due[:mx]:
+                            r["offeredAt"] = now
+                            texts.append(r["text"])
+                        out = STATE.raw_jobs[:mx - len(texts)]
                         STATE.raw_jobs = STATE.raw_jobs[len(out):]
-                        while STATE.queue and len(out) < mx:
+                        while STATE.queue and len(out) + len(texts) < mx:
                             out.append(STATE.offer(STATE.jobs[STATE.queue.pop(0)]))
+                        if texts:
+                            items = texts + [json.dumps(o) for o in out]
+                            return 200, RawBody('{"success": true, "message": "OK", "data": [' + ", ".join(items) + ']}'), None
                         return 200, envelope_ok(out), None
                     left = deadline - time.time()
                     if left <= 0:
@@ -288,6 +302,20 @@ class Handler(BaseHTTPRequestHandler):
                                                 "results": [], "enqueuedAt": time.time(), "raw": True,
                                                 "leaseExpires": time.time() + 3600}
                 STATE.raw_jobs.extend(payload)
+                STATE.lock.notify_all()
+                return self.send_json(200, {})
+            if m == "POST" and seg == ["raw-job-texts"]:
+                # [{id, text}]: each text is spliced verbatim into the next poll answer's
+                # array (jobs no JSON encoder would write: NUL, huge integers, keys twice).
+                for it in payload:
+                    jid = it.get("id")
+                    if jid and jid not in STATE.jobs:
+                        STATE.jobs[jid] = {"id": jid, "kind": "?", "target": None, "params": None,
+                                           "timeoutSec": 600, "createdAt": now_iso(), "attempt": 1,
+                                           "state": "leased", "offers": 1, "progress": [], "results": [],
+                                           "enqueuedAt": time.time(), "raw": True,
+                                           "leaseExpires": time.time() + 3600}
+                    STATE.raw_texts.append({"id": jid, "text": it["text"], "offeredAt": None})
                 STATE.lock.notify_all()
                 return self.send_json(200, {})
             if m == "POST" and seg == ["raw-answer"]:

@@ -230,6 +230,29 @@ static void test_disabled_on_node(void **state)
         }
 }
 
+static bool no_server(const struct agent_services *s, const char *vps_id)
+{
+        (void)s;
+        (void)vps_id;
+        return false;
+}
+
+/* An unknown server: VPS_NOT_FOUND, and the run's return says the same (-ENOENT), not
+ * another errno beside it. */
+static void test_unknown_server(void **state)
+{
+        struct env *e = *state;
+        struct agent_services gone = e->services;
+        gone.vps_exists = no_server;
+        const char *names[] = { "vps.firewall.get", "vps.firewall.set" };
+        for (int i = 0; i < 2; i++) {
+                _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+                _cleanup_json_ json_t *data = NULL;
+                assert_int_equal(run(&gone, names[i], i ? SET : NULL, &data, &err), -ENOENT);
+                assert_string_equal(err.code, NA_E_VPS_NOT_FOUND);
+        }
+}
+
 static void test_cancelled(void **state)
 {
         struct env *e = *state;
@@ -282,6 +305,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_set_get_round_trip, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_validation, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_disabled_on_node, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_unknown_server, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cancelled, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_drift_event, setup, teardown),
         };

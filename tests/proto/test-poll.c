@@ -1,0 +1,118 @@
+/*
+ * proto/poll.h: a poll answer taken apart job by job, and the ids of jobs that cannot
+ * be parsed found from either end of what is known of the answer.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/poll.h"
+
+static void split_ok(const char *body, bool want_success, size_t want_n)
+{
+        struct na_error err = NA_ERROR_INIT;
+        bool success = !want_success;
+        struct proto_span *spans = NULL;
+        size_t n = 99;
+        assert_int_equal(proto_poll_split(body, strlen(body), &success, &spans, &n, &err), 0);
+        assert_int_equal(success, want_success);
+        assert_int_equal(n, want_n);
+        free(spans);
+}
+
+static void split_bad(const char *body)
+{
+        struct na_error err = NA_ERROR_INIT;
+        bool success;
+        struct proto_span *spans = NULL;
+        size_t n;
+        assert_int_equal(proto_poll_split(body, strlen(body), &success, &spans, &n, &err), -EBADMSG);
+        assert_null(spans);
+        assert_string_equal(err.code, NA_E_VALIDATION);
+        na_error_clear(&err);
+}
+
+static void test_split(void **state)
+{
+        (void)state;
+        split_ok("{\"success\":true,\"data\":[]}", true, 0);
+        split_ok(" { \"message\" : \"OK\", \"data\" : [ {\"id\":\"a\"} , {\"x\":[1,{\"y\":\"]}\"}]} ], \"success\": true } ",
+                 true, 2);
+        split_ok("{\"success\":false,\"code\":\"X\",\"error\":\"no\",\"details\":null}", false, 0);
+        /* An element that no parser takes still has its span: 1e999999, a NUL, a key twice. */
+        split_ok("{\"success\":true,\"data\":[{\"a\":1000000000000000000000000000000},{\"a\":\"\\u0000\"},{\"k\":1,\"k\":2}]}",
+                 true, 3);
+        split_bad("");
+        split_bad("[]");
+        split_bad("<html>oops</html>");
+        split_bad("{\"success\":true}");                    /* no data */
+        split_bad("{\"success\":true,\"data\":{}}");        /* data not an array */
+        split_bad("{\"data\":[]}");                         /* no success */
+        split_bad("{\"success\":true,\"success\":true,\"data\":[]}");
+        split_bad("{\"success\":true,\"data\":[],\"data\":[]}");
+        split_bad("{\"success\":true,\"data\":[{\"id\":\"a\"}");  /* cut short */
+        split_bad("{\"success\":true,\"data\":[]} trailing");
+        split_bad("{\"success\":\"yes\",\"data\":[]}");
+        /* Deeper than the scanner goes: refused, not a stack overflow. */
+        char deep[4096] = "{\"success\":true,\"data\":[";
+        for (int i = 0; i < 1000; i++)
+                strcat(deep, "[");
+        split_bad(deep);
+}
+
+static void test_recover(void **state)
+{
+        (void)state;
+        char id[PROTO_ID_MAX + 1];
+        int64_t attempt;
+        const char *job = "{\"kind\":\"x\",\"target\":{\"type\":\"app\",\"id\":\"not-this-one\"},\"id\":\"job-1\","
+                          "\"attempt\":3,\"params\":{\"graceSec\":100000000000000000000000000000}}";
+        assert_true(proto_job_recover(job, strlen(job), id, &attempt));
+        assert_string_equal(id, "job-1");
+        assert_int_equal(attempt, 3);
+        /* Cut short after the id: still found; before it: not. */
+        assert_true(proto_job_recover(job, 90, id, &attempt));
+        assert_false(proto_job_recover(job, 40, id, &attempt));
+        /* Ids that cannot be answered in a URL are not ids. */
+        const char *bad = "{\"id\":\"a/b\"}", *esc = "{\"id\":\"a\\u0041\"}", *num = "{\"id\":7}";
+        assert_false(proto_job_recover(bad, strlen(bad), id, &attempt));
+        assert_false(proto_job_recover(esc, strlen(esc), id, &attempt));
+        assert_false(proto_job_recover(num, strlen(num), id, &attempt));
+        assert_int_equal(attempt, 1);
+}
+
+static void test_recover_head_and_tail(void **state)
+{
+        (void)state;
+        char id[PROTO_ID_MAX + 1];
+        int64_t attempt;
+        const char *head = "{\"success\": true, \"data\": [{\"id\": \"first\", \"attempt\": 2, \"params\": {\"blob\": \"xxxxx";
+        assert_true(proto_poll_recover_head(head, strlen(head), id, &attempt));
+        assert_string_equal(id, "first");
+        assert_int_equal(attempt, 2);
+        /* The tail of an answer whose id comes after the huge field. */
+        const char *tail = "xxxx\\\"\\\\\", \"target\": {\"type\": \"app\", \"id\": \"inner\"}, \"attempt\": 4, "
+                           "\"id\": \"last-one\", \"note\": \"a \\\"quoted\\\" } ] word\"}], \"message\": \"OK\"}";
+        assert_true(proto_poll_recover_tail(tail, strlen(tail), id, &attempt));
+        assert_string_equal(id, "last-one");
+        assert_int_equal(attempt, 4);
+        /* Only the nested id is in the tail: not taken for the job's. */
+        const char *nested = "xx\", \"target\": {\"type\": \"app\", \"id\": \"inner\"}}]}";
+        assert_false(proto_poll_recover_tail(nested, strlen(nested), id, &attempt));
+        assert_false(proto_poll_recover_tail("", 0, id, &attempt));
+        assert_false(proto_poll_recover_head("<html>", 6, id, &attempt));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_split),
+                cmocka_unit_test(test_recover),
+                cmocka_unit_test(test_recover_head_and_tail),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
