@@ -1,8 +1,9 @@
 /*
  * The wire side of apps (AGENT-API 4.2): params decoders of app.deploy, app.power,
- * app.command.set, app.console.send, app.output, image.pull and image.delete (the
- * other kinds of 4.2 named here have no params), the canonical form of a deploy, and
- * the encoders of App, app.status, app.output, images and the app events. No I/O, no
+ * app.command.set, app.console.send, app.output, image.pull and image.delete
+ * (image.list, app.status and app.delete take none; the files, SFTP, backup,
+ * exposure, group and metrics kinds are not here), the canonical form of a deploy,
+ * and the encoders of App, app.status, app.output, images and the app events. No I/O, no
  * logging: JSON in, validated C structs out (or VALIDATION_ERROR with per-field
  * _errors, every field read before failing), and back. The decisions taken where the
  * contract is silent are in proto/README.md, "Apps".
@@ -13,7 +14,8 @@
  * from it.
  *
  *   struct proto_app_deploy *d;
- *   if (proto_app_deploy_decode(params, &d, &err) < 0) return r;   // 422 with details
+ *   int r = proto_app_deploy_decode(params, &d, &err);
+ *   if (r < 0) return r;                                            // 422 with details
  *   char *const *argv = proto_app_deploy_argv(d);                  // NULL: the image's
  *   json_t *stored = proto_app_deploy_canonical(d);                 // keep; compare later
  *   proto_app_deploy_free(d);
