@@ -127,6 +127,44 @@ def progress_fails_locally(s):
     check(any(p.get("stage") == "working" for p in prog), prog)
 
 
+@with_setup(agent_conf={"vm": {"driver": "none"}})
+def vm_driver_none(s):
+    """Drivers come from their tables: with [vm] driver = none hello says so, and a
+    server job fails as for a node without servers."""
+    hello = s.controller.state()["hellos"][0]["hello"]
+    caps = hello["capabilities"]
+    check(caps["vmDriver"] == "none" and caps["vmDriverUri"] == "" and caps["appDriver"] in ("none", "crun"), caps)
+    check(hello["inventory"]["vps"] == [], hello["inventory"])
+
+
+@with_setup(agent_conf={"vm": {"driver": "xen"}}, start_agent=False)
+def vm_driver_unknown(s):
+    """An unknown driver name stops the start with a message that names the known ones."""
+    s.agent.start(wait_ready=False)
+    rc = s.agent.proc.wait(20)
+    check(rc != 0, rc)
+    check("unknown driver 'xen' (this agent has: none, libvirt)" in s.agent.log_text(), s.agent.log_text())
+
+
+@with_setup(agent_conf={"agent": {"drain_timeout_sec": "1"}})
+def shutdown_with_hung_job(s):
+    """SIGTERM while a job is stuck in a driver call past the drain: a clean exit 0
+    (the ASan pass of CI runs this too: nothing freed is touched)."""
+    jid = s.controller.enqueue("test.hang", {"sleepMs": 9000})
+    wait_for(lambda: s.agent.status()["jobs"]["running"] == 1, 10, "the job to start")
+    t0 = time.time()
+    check(s.agent.stop(timeout=30) == 0, s.agent.log_text())
+    check(time.time() - t0 < 15, "the drain took too long")
+    check("still inside a driver call" in s.agent.log_text(), s.agent.log_text())
+    check("AddressSanitizer" not in s.agent.log_text(), s.agent.log_text())
+    # Recorded as started, not finished: it is in hello's unfinishedJobs at the next start.
+    s.agent.start()
+    wait_for(lambda: len(s.controller.state()["hellos"]) >= 2, 10, "the second hello")
+    unfinished = s.controller.state()["hellos"][-1]["hello"]["unfinishedJobs"]
+    check(any(u["id"] == jid for u in unfinished), unfinished)
+
+
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [hostile_jobs, oversized_answer, local_failures, hello_fails_locally,
-                                                progress_fails_locally]}))
+                                                progress_fails_locally, vm_driver_none, vm_driver_unknown,
+                                                shutdown_with_hung_job]}))
