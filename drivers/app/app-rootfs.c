@@ -159,10 +159,12 @@ int app_rootfs_is_mounted(const char *app_dir, bool *ret, struct na_error *err)
         return 0;
 }
 
-int app_rootfs_mount(const char *lower, const char *app_dir, uid_t uid, gid_t gid, struct na_error *err)
+int app_rootfs_mount_at(const char *lower, const char *app_dir, const char *layer_dir, uid_t uid, gid_t gid,
+                        struct na_error *err)
 {
         int r = check_dir("image root", lower, err);
-        if (r < 0 || (r = check_dir("app directory", app_dir, err)) < 0)
+        if (r < 0 || (r = check_dir("app directory", app_dir, err)) < 0 ||
+            (r = check_dir("layer directory", layer_dir, err)) < 0)
                 return r;
         bool mounted;
         if ((r = app_rootfs_is_mounted(app_dir, &mounted, err)) < 0)
@@ -175,8 +177,11 @@ int app_rootfs_mount(const char *lower, const char *app_dir, uid_t uid, gid_t gi
         _cleanup_close_ int dfd = open(app_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return na_error_sys(err, errno, "rootfs: open %s", app_dir);
-        if ((r = make_dir(dfd, app_dir, "upper", 0755, uid, gid, err)) < 0 ||
-            (r = make_dir(dfd, app_dir, "work", 0700, 0, 0, err)) < 0 ||
+        _cleanup_close_ int lfd = open(layer_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (lfd < 0)
+                return na_error_sys(err, errno, "rootfs: open %s", layer_dir);
+        if ((r = make_dir(lfd, layer_dir, "upper", 0755, uid, gid, err)) < 0 ||
+            (r = make_dir(lfd, layer_dir, "work", 0700, 0, 0, err)) < 0 ||
             (r = make_dir(dfd, app_dir, "rootfs", 0755, 0, 0, err)) < 0)
                 return r;
         /* A lower left mounted by an earlier attempt is replaced. */
@@ -184,7 +189,7 @@ int app_rootfs_mount(const char *lower, const char *app_dir, uid_t uid, gid_t gi
             (r = mount_idmapped_lower(lower, app_dir, dfd, uid, gid, err)) < 0)
                 return r;
         _cleanup_free_ char *opts = na_strdupf("lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work", app_dir,
-                                               app_dir, app_dir);
+                                               layer_dir, layer_dir);
         _cleanup_free_ char *merged = app_rootfs_path(app_dir);
         if (!opts || !merged)
                 r = na_error_sys(err, ENOMEM, "rootfs");
@@ -200,6 +205,11 @@ int app_rootfs_mount(const char *lower, const char *app_dir, uid_t uid, gid_t gi
         return r;
 }
 
+int app_rootfs_mount(const char *lower, const char *app_dir, uid_t uid, gid_t gid, struct na_error *err)
+{
+        return app_rootfs_mount_at(lower, app_dir, app_dir, uid, gid, err);
+}
+
 int app_rootfs_umount(const char *app_dir, struct na_error *err)
 {
         int r = check_dir("app directory", app_dir, err);
@@ -208,30 +218,43 @@ int app_rootfs_umount(const char *app_dir, struct na_error *err)
         return umount_if(app_dir, "lower", NULL, err);
 }
 
-int app_rootfs_remove(const char *app_dir, struct na_error *err)
+/* rm -rf each of names under dir (missing ones are fine). */
+static int remove_parts(const char *dir, const char *const *names, size_t n, struct na_error *err)
 {
-        int r = app_rootfs_umount(app_dir, err);
-        if (r < 0)
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return na_error_sys(err, errno, "rootfs: open %s", dir);
+        }
+        for (size_t i = 0; i < n; i++)
+                if (app_rm_rf_at(fd, names[i], err) < 0)
+                        return na_error_prefix(err, "rootfs %s", dir);
+        return 0;
+}
+
+int app_rootfs_remove_at(const char *app_dir, const char *layer_dir, struct na_error *err)
+{
+        int r = check_dir("layer directory", layer_dir, err);
+        if (r < 0 || (r = app_rootfs_umount(app_dir, err)) < 0)
                 return r;
         bool mounted;
         if ((r = app_rootfs_is_mounted(app_dir, &mounted, err)) < 0)
                 return r;
         if (mounted) /* stacked mounts: never remove through one */
                 return na_error_set(err, EBUSY, NA_E_INTERNAL, "rootfs %s/rootfs: still mounted", app_dir);
-        _cleanup_close_ int dfd = open(app_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0) {
-                if (errno == ENOENT)
-                        return 0;
-                return na_error_sys(err, errno, "rootfs: open %s", app_dir);
-        }
         _cleanup_free_ char *lower = na_strdupf("%s/lower", app_dir);
         if (!lower)
                 return na_error_sys(err, ENOMEM, "rootfs");
         if ((r = app_mountinfo_find(MOUNTINFO, lower, NULL, NULL, err)) != -ENOENT)
                 return r < 0 ? r : na_error_set(err, EBUSY, NA_E_INTERNAL, "rootfs %s: still mounted", lower);
-        static const char *const parts[] = { "upper", "work", "rootfs", "lower" };
-        for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
-                if ((r = app_rm_rf_at(dfd, parts[i], err)) < 0)
-                        return na_error_prefix(err, "rootfs %s", app_dir);
-        return 0;
+        static const char *const layer[] = { "upper", "work" }, *const mine[] = { "rootfs", "lower" };
+        if ((r = remove_parts(layer_dir, layer, ARRAY_SIZE(layer), err)) < 0)
+                return r;
+        return remove_parts(app_dir, mine, ARRAY_SIZE(mine), err);
+}
+
+int app_rootfs_remove(const char *app_dir, struct na_error *err)
+{
+        return app_rootfs_remove_at(app_dir, app_dir, err);
 }

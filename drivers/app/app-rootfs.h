@@ -44,9 +44,20 @@ char *app_rootfs_path(const char *app_dir);
  * lower (uid/gid: the app's uid_base) and the overlay at rootfs; -EBUSY when mounted.
  */
 int app_rootfs_mount(const char *lower, const char *app_dir, uid_t uid, gid_t gid, struct na_error *err);
+/*
+ * The same with the app's layer (upper, work) in layer_dir instead of app_dir. The
+ * layer is not bounded by the volume's quota: a writable root lets an app fill the
+ * storage file system through /tmp or /var. To bound it, make layer_dir a small
+ * app-volume of its own (app_volume_create + app_volume_mount; the test does) and
+ * writes to the root past it fail with ENOSPC like the volume's.
+ */
+int app_rootfs_mount_at(const char *lower, const char *app_dir, const char *layer_dir, uid_t uid, gid_t gid,
+                        struct na_error *err);
 /* Whether an overlay is mounted at <app_dir>/rootfs. */
 int app_rootfs_is_mounted(const char *app_dir, bool *ret, struct na_error *err);
 /* Unmount rootfs and lower (0 when not mounted). */
 int app_rootfs_umount(const char *app_dir, struct na_error *err);
-/* Unmount and remove the app's layer (upper, work) and the rootfs directory. */
+/* Unmount and remove the app's layer (upper, work) and the rootfs and lower directories. */
 int app_rootfs_remove(const char *app_dir, struct na_error *err);
+/* The same for a layer in layer_dir (app_rootfs_mount_at); layer_dir itself stays. */
+int app_rootfs_remove_at(const char *app_dir, const char *layer_dir, struct na_error *err);

@@ -6,6 +6,8 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -75,6 +77,14 @@ int group_setup(void **state)
                 print_message("skipped: needs root and %s\n", CRUN);
                 exit(77);
         }
+        /*
+         * Our own mount namespace: every mount the cases make stays out of the mount
+         * namespaces other processes create meanwhile (a qemu started by another test
+         * would otherwise keep a copy of our volume, and its loop device, alive), and
+         * dies with this process even when it is killed.
+         */
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                die_errno("private mount namespace");
         struct na_error err = NA_ERROR_INIT;
         F.base = unit_tmpdir("app-runtime");
         if (chmod(F.base, 0711) < 0)
@@ -121,6 +131,25 @@ int group_teardown(void **state)
         struct app_crun c = { .crun = CRUN, .root = F.crun_root };
         for (int i = 0; i < F.n_used; i++) {
                 app_crun_delete(&c, F.used_ids[i], &err);
+                na_error_clear(&err);
+        }
+        /* What the cases make besides the fixture, in case one failed half-way. */
+        char a[4200], b[4200], c2[4300];
+        snprintf(a, sizeof(a), "%s/app3", F.base);
+        snprintf(b, sizeof(b), "%s/app3/layer", F.base);
+        app_rootfs_remove_at(a, b, &err);
+        na_error_clear(&err);
+        snprintf(a, sizeof(a), "%s/app2", F.base);
+        app_rootfs_remove(a, &err);
+        na_error_clear(&err);
+        static const char *const vols[] = { "layer", "second", "par-0", "par-1", "par-2", "par-3", "par-4", "par-5" };
+        for (size_t i = 0; i < ARRAY_SIZE(vols); i++) {
+                snprintf(a, sizeof(a), "%s/%s.img", F.base, vols[i]);
+                if (streq(vols[i], "layer"))
+                        snprintf(c2, sizeof(c2), "%s/app3/layer", F.base);
+                else
+                        snprintf(c2, sizeof(c2), "%s/%s", F.base, vols[i]);
+                app_volume_remove(a, c2, &err);
                 na_error_clear(&err);
         }
         if (app_rootfs_remove(F.app, &err) < 0)

@@ -4,7 +4,9 @@
  * the test-only launcher that runs crun the way the monitor will: fork; in the child
  * app_crun_private_ns() when app_crun_needs_private_ns(); exec `crun --root R
  * --cgroup-manager=cgroupfs run [--detach] --bundle B ID` with stdout and stderr to a
- * file. group_teardown removes containers, mounts, loop devices, cgroups and files.
+ * file. The test runs in a mount namespace of its own (made private), so its mounts
+ * neither leak into namespaces other processes make nor outlive it. group_teardown
+ * removes containers, mounts, loop devices, cgroups and files.
  */
 #pragma once
 

@@ -10,12 +10,15 @@
  *   (c) the pids limit makes fork fail;
  *   (d) writing past the volume quota fails with ENOSPC, earlier data intact; the
  *       volume grows (online, or offline where CAP_SYS_RESOURCE is withheld, as in
- *       the development sandbox); volumes attach and detach in parallel;
+ *       the development sandbox); volumes attach and detach in parallel; a root layer on a volume
+ *       of its own bounds writes to / too;
  *   (e) /proc/sys is read-only inside;
  *   (f) seccomp denies unshare(CLONE_NEWUSER), which works without the profile; the
  *       process has Docker's capabilities minus NET_RAW, no new privileges, its
  *       NOFILE, cpu and memory limits in its cgroup, and an allowed personality;
- *   (g) crun state/kill/delete from the normal mount namespace, -ENOENT after.
+ *   (g) crun state/kill/delete from the normal mount namespace (the test's own, a copy
+ *       of the host's with the hybrid layout intact, not the launcher's), -ENOENT
+ *       after.
  * Everything (containers, mounts, loop devices, cgroups, directories) is removed in
  * the group teardown, also after a failure. Exits 77 only without root or crun.
  */
@@ -346,6 +349,30 @@ static int loop_of_image(void)
         return found;
 }
 
+/* Diagnostics: the processes whose mount namespace still has /dev/loop<n> mounted. */
+static void who_holds(int loop)
+{
+        char dev[32];
+        snprintf(dev, sizeof(dev), " /dev/loop%d ", loop);
+        DIR *d = opendir("/proc");
+        for (struct dirent *e; d && (e = readdir(d));) {
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                char p[300];
+                snprintf(p, sizeof(p), "/proc/%s/mountinfo", e->d_name);
+                char *m = unit_slurp(p, NULL);
+                if (m && strstr(m, dev)) {
+                        snprintf(p, sizeof(p), "/proc/%s/cmdline", e->d_name);
+                        char *c = unit_slurp(p, NULL);
+                        print_error("loop%d still mounted in pid %s (%s)\n", loop, e->d_name, c ? c : "?");
+                        free(c);
+                }
+                free(m);
+        }
+        if (d)
+                closedir(d);
+}
+
 /* Volume life cycle: unmount detaches the loop device, mount again keeps data, probe. */
 static void test_volume_cycle(void **state)
 {
@@ -363,6 +390,8 @@ static void test_volume_cycle(void **state)
         int loop = 0;
         for (int i = 0; i < 100 && (loop = loop_of_image()) >= 0; i++)
                 sleep_ms(20);
+        if (loop >= 0)
+                who_holds(loop);
         assert_int_equal(loop, -1); /* autoclear */
         must(app_volume_umount(F.volume, &err), &err, "umount again");
         struct app_volume_usage u;
@@ -442,6 +471,45 @@ static void test_volume_parallel(void **state)
         }
 }
 
+static char layer_rootfs[4200];
+
+static void on_layer_root(struct app_oci_input *in)
+{
+        in->rootfs = layer_rootfs;
+}
+
+/* The app's root layer on a volume of its own: writes to / are bounded too. */
+static void test_root_layer_quota(void **state)
+{
+        struct na_error err = NA_ERROR_INIT;
+        char app3[4200], layer[4200], img[4200];
+        snprintf(app3, sizeof(app3), "%s/app3", F.base);
+        snprintf(layer, sizeof(layer), "%s/app3/layer", F.base);
+        snprintf(img, sizeof(img), "%s/layer.img", F.base);
+        snprintf(layer_rootfs, sizeof(layer_rootfs), "%s/app3/rootfs", F.base);
+        assert_int_equal(mkdir(app3, 0711), 0);
+        must(app_volume_create(img, 8, F.ids.uid_base, F.ids.uid_base, &err), &err, "layer volume");
+        must(app_volume_mount(img, layer, &err), &err, "layer mount");
+        must(app_rootfs_mount_at(F.lower, app3, layer, F.ids.uid_base, F.ids.uid_base, &err), &err, "rootfs");
+
+        struct run r = sh("echo small > /etc/small; dd if=/dev/zero of=/tmp/big bs=1M count=32; echo dd-exit=$?; "
+                          "cat /etc/small",
+                          on_layer_root, NULL);
+        assert_int_equal(r.status, 0);
+        expect(&r, "No space left on device");
+        expect(&r, "\nsmall\n");
+        free(r.out);
+        char p[8400];
+        snprintf(p, sizeof(p), "%s/upper/etc/small", layer);
+        assert_int_equal(access(p, F_OK), 0);
+
+        must(app_rootfs_remove_at(app3, layer, &err), &err, "rootfs remove");
+        snprintf(p, sizeof(p), "%s/upper", layer);
+        assert_int_equal(access(p, F_OK), -1);
+        must(app_volume_remove(img, layer, &err), &err, "layer remove");
+        assert_int_equal(rmdir(app3), 0);
+}
+
 /* Rootfs: unmount and remove take the app's layer away and leave the image alone. */
 static void test_rootfs_cycle(void **state)
 {
@@ -483,6 +551,7 @@ int main(void)
                 cmocka_unit_test(test_proc_sys_readonly), cmocka_unit_test(test_seccomp),
                 cmocka_unit_test(test_process),           cmocka_unit_test(test_state_kill_delete),
                 cmocka_unit_test(test_volume_cycle),      cmocka_unit_test(test_volume_parallel),
+                cmocka_unit_test(test_root_layer_quota),
                 cmocka_unit_test(test_rootfs_cycle),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
