@@ -14,7 +14,8 @@ static const char *const denied[] = {
         "mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig",
         "fspick", "mount_setattr", "setns", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key",
         "request_key", "open_by_handle_at", "name_to_handle_at", "ptrace", "process_vm_readv",
-        "process_vm_writev", "kcmp", "pidfd_getfd", "fanotify_init",
+        "process_vm_writev", "kcmp", "pidfd_getfd", "fanotify_init", "io_uring_setup", "io_uring_enter",
+        "io_uring_register",
 };
 
 /* CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET. */

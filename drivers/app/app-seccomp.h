@@ -19,7 +19,9 @@
  *   - kernel attack surface and other processes: bpf, perf_event_open,
  *     userfaultfd, keyctl, add_key, request_key, open_by_handle_at,
  *     name_to_handle_at, ptrace, process_vm_readv, process_vm_writev, kcmp,
- *     pidfd_getfd, fanotify_init;
+ *     pidfd_getfd, fanotify_init, io_uring_setup/enter/register (Docker's default
+ *     profile blocks them too since 2023: a large attack surface; libuv and others
+ *     fall back to epoll);
  *   - personality with anything but Docker's values 0, 8 (PER_LINUX32), 0x20000
  *     (UNAME26), 0x20008 and 0xffffffff (query). libseccomp cannot compare one
  *     argument twice in a rule, so this is 60 single-comparison masked rules.
