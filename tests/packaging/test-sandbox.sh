@@ -12,8 +12,7 @@
 #   STOPPING=1 and exit 0.
 # The packaged build has no test hooks (it is configured with -DNA_TEST_HOOKS=OFF): the
 # binary holds neither the test job kinds nor fault injection, and the daemon, run with
-# NODEAGENT_TEST_KINDS=1 and NA_FAULTS set, answers UNSUPPORTED_JOB for test.sleep and
-# test.append.
+# NODEAGENT_TEST_KINDS=1 and NA_FAULTS set, answers UNSUPPORTED_JOB for every test kind.
 # (SystemCallFilter=, RestrictAddressFamilies= and the Protect* mounts are not
 # emulated here; `systemd-analyze verify` checks them in packaging-unit.)
 . "$(dirname "$0")/lib.sh"
@@ -35,7 +34,7 @@ UNIT=$SCRATCH/pkg/lib/systemd/system/nodeagent.service
 
 # No test hook in the packaged binary: the names the hooks are reached by are absent
 # (the test build's binary has them all, which shows the probe finds them when there).
-hook_names="NODEAGENT_TEST_KINDS test.sleep test.append NA_FAULTS"
+hook_names="NODEAGENT_TEST_KINDS test.sleep test.append test.hang NA_FAULTS"
 for name in $hook_names; do
 	grep -qaF "$name" "$DAEMON" && fail "the packaged nodeagentd holds '$name': test hooks compiled in"
 done
@@ -168,7 +167,7 @@ grep -q '"status": "succeeded"' "$S/run.json" || fail "node.status did not succe
 # A test kind, asked for with NODEAGENT_TEST_KINDS=1 in the daemon's environment, is
 # unknown to the packaged daemon.
 before=$failures
-for kind in test.sleep test.append; do
+for kind in test.sleep test.append test.hang; do
 	if "$NA_NODEAGENTCTL" -s "$S/run/control.sock" run "$kind" --params '{"sleepMs":1}' --json \
 		>"$S/test-kind.json" 2>"$S/test-kind.err"; then
 		fail "the packaged daemon ran $kind with NODEAGENT_TEST_KINDS=1: $(cat "$S/test-kind.json")"
@@ -176,7 +175,7 @@ for kind in test.sleep test.append; do
 		fail "$kind: want UNSUPPORTED_JOB, got: $(cat "$S/test-kind.json" "$S/test-kind.err")"
 	fi
 done
-[ "$failures" -eq "$before" ] && info "test.sleep and test.append: UNSUPPORTED_JOB although NODEAGENT_TEST_KINDS=1"
+[ "$failures" -eq "$before" ] && info "test.sleep, test.append, test.hang: UNSUPPORTED_JOB although NODEAGENT_TEST_KINDS=1"
 grep -q '^STATUS=' "$S/notify.log" || fail "no STATUS= notification"
 wait_for "WATCHDOG=1" grep -qx 'WATCHDOG=1' "$S/notify.log"
 [ -n "$(ls "$S/state")" ] || fail "the daemon wrote nothing to its state directory"
