@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "agent/control-apps.h"
 #include "agent/log.h"
+#include "agent/services.h"
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
@@ -38,6 +40,7 @@ struct control {
         char *path;
         struct conn *conns;
         uint64_t next_id;
+        struct control_apps *apps; /* "apps" and "logs", off the loop */
 };
 
 /* A run request waiting for its job; the connection may be gone by then. */
@@ -141,6 +144,22 @@ static void run_finished(void *userdata, struct job_ctx *job)
         free(p);
 }
 
+static void apps_answered(void *userdata, uint64_t conn_id, json_t *answer)
+{
+        struct conn *k = conn_by_id(userdata, conn_id);
+        if (k)
+                conn_send(k, answer);
+}
+
+static void handle_apps(struct conn *k, const char *cmd, json_t *req)
+{
+        struct control *c = k->control;
+        const struct agent_services *s = c->ops->services ? c->ops->services(c->userdata) : NULL;
+        _cleanup_json_ json_t *now = control_apps_submit(c->apps, k->id, s ? s->app : NULL, s ? s->app_conn : NULL, cmd, req);
+        if (now)
+                conn_send(k, now);
+}
+
 static const struct job_sink local_sink = {
         .finished = run_finished,
 };
@@ -206,7 +225,7 @@ static void handle_line(struct conn *k, const char *line, size_t len)
         }
         const char *cmd = json_string_value(json_object_get(req, "cmd"));
         if (!cmd) {
-                send_error(k, "request has no \"cmd\" (status, jobs or run)");
+                send_error(k, "request has no \"cmd\" (status, jobs, run, apps or logs)");
                 return;
         }
         if (streq(cmd, "status")) {
@@ -219,8 +238,10 @@ static void handle_line(struct conn *k, const char *line, size_t len)
                 json_decref(o);
         } else if (streq(cmd, "run"))
                 handle_run(k, req);
+        else if (control_apps_handles(cmd))
+                handle_apps(k, cmd, req);
         else
-                send_error(k, "unknown cmd \"%.64s\" (status, jobs or run)", cmd);
+                send_error(k, "unknown cmd \"%.64s\" (status, jobs, run, apps or logs)", cmd);
 }
 
 static void conn_io(void *userdata, int fd, uint32_t revents)
@@ -368,8 +389,11 @@ int control_open(struct loop *loop, struct jobs *jobs, const char *path, const s
         c->ops = ops;
         c->userdata = userdata;
         c->path = strdup(path);
-        r = loop_watch(loop, fd, EPOLLIN, listen_io, c, err);
+        r = control_apps_new(loop, apps_answered, c, &c->apps, err);
+        if (r >= 0)
+                r = loop_watch(loop, fd, EPOLLIN, listen_io, c, err);
         if (r < 0) {
+                control_apps_free(c->apps);
                 free(c->path);
                 free(c);
                 return r;
@@ -384,6 +408,7 @@ void control_close(struct control *c)
 {
         if (!c)
                 return;
+        control_apps_free(c->apps); /* waits for the driver calls under way */
         while (c->conns)
                 conn_free(c->conns);
         loop_unwatch(c->loop, c->listen_fd);

@@ -146,8 +146,15 @@ static void prometheus_health(void *userdata, FILE *out)
                 (unsigned long long)((na_now_mono_us() - a->started_us) / NA_USEC_PER_SEC));
 }
 
+static const struct agent_services *control_services(void *userdata)
+{
+        struct agent *a = userdata;
+        return &a->services;
+}
+
 static const struct control_ops control_ops = {
         .status = status_json,
+        .services = control_services,
 };
 
 /* ---- signals, drain, reload ---- */

@@ -4,8 +4,12 @@
  * {"ok":false,...} on a connection that keeps working, pipelined and split requests,
  * an over-long line closing its connection only, a client leaving before its job
  * ends, and the socket file's life (mode 0660, stale file replaced, live agent
- * refused). The loop runs on the test's main thread; the clients are other threads
- * with blocking sockets and a receive timeout, and hand their findings back.
+ * refused). apps and logs against a fake app driver table (tests/agent/fake-app.h):
+ * the listing with one app's status failing in its row, logs with sinceSeq and
+ * limit, APP_NOT_FOUND, invalid requests, apps off, the driver never called on the
+ * loop thread nor blocking it, and closing with a request under way. The loop runs
+ * on the test's main thread; the clients are other threads with blocking sockets and
+ * a receive timeout, and hand their findings back.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,7 +25,9 @@
 #include "agent/control.h"
 #include "agent/log.h"
 #include "common/json-cleanup.h"
+#include "common/timeutil.h"
 #include "common/unit.h"
+#include "fake-app.h"
 
 #define WATCHDOG_MS 60000
 
@@ -34,6 +40,7 @@ struct fixture {
         struct control *control;
         struct loop_timer *watchdog;
         int status_calls;
+        pthread_t loop_thread;
 };
 
 static json_t *status_cb(void *userdata)
@@ -43,7 +50,13 @@ static json_t *status_cb(void *userdata)
         return json_pack("{s:s, s:i}", "version", "unit", "calls", f->status_calls);
 }
 
-static const struct control_ops ops = { .status = status_cb };
+static const struct agent_services *services_cb(void *userdata)
+{
+        struct fixture *f = userdata;
+        return &f->services;
+}
+
+static const struct control_ops ops = { .status = status_cb, .services = services_cb };
 
 static void watchdog_fired(void *userdata)
 {
@@ -70,6 +83,7 @@ static int setup(void **state)
                 na_error_clear(&err);
                 return -1;
         }
+        f->loop_thread = pthread_self();
         f->watchdog = loop_timer_new(f->loop, watchdog_fired, f);
         loop_timer_arm_ms(f->watchdog, WATCHDOG_MS);
         *state = f;
@@ -85,6 +99,7 @@ static int teardown(void **state)
         loop_free(f->loop);
         free(f->sock);
         unit_rmrf_free(f->dir);
+        fake_app_free(f->services.app_conn);
         free(f);
         return 0;
 }
@@ -333,9 +348,9 @@ static void test_garbage_keeps_connection(void **state)
         assert_false(ok_of(s.answers[2]));
         assert_string_equal(error_of(s.answers[2]), "request is not a JSON object: wrong type");
         assert_false(ok_of(s.answers[3]));
-        assert_string_equal(error_of(s.answers[3]), "request has no \"cmd\" (status, jobs or run)");
+        assert_string_equal(error_of(s.answers[3]), "request has no \"cmd\" (status, jobs, run, apps or logs)");
         assert_false(ok_of(s.answers[4]));
-        assert_string_equal(error_of(s.answers[4]), "unknown cmd \"reboot\" (status, jobs or run)");
+        assert_string_equal(error_of(s.answers[4]), "unknown cmd \"reboot\" (status, jobs, run, apps or logs)");
         /* run without a kind: the details name the field. */
         assert_false(ok_of(s.answers[5]));
         json_t *kind_errs = json_object_get(json_object_get(json_object_get(json_object_get(s.answers[5], "details"), "details"), "kind"), "_errors");
@@ -481,6 +496,277 @@ static void test_socket_file_life(void **state)
         assert_int_equal(control_open(f->loop, f->jobs, longpath, &ops, f, &second, &err), -ENAMETOOLONG);
 }
 
+/* ---- apps and logs ---- */
+
+#define APP_A "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
+#define APP_B "0b3e1d7a-21f4-4c55-9c3e-7a1f0e2d4c6b"
+#define APP_C "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"
+#define APP_NONE "11111111-2222-4333-8444-555555555555"
+
+static struct app_conn *apps_on(struct fixture *f)
+{
+        struct app_conn *c = fake_app_new();
+        fake_app_add(c, APP_A, "minecraft", PROTO_APP_RUNNING);
+        fake_app_add(c, APP_B, NULL, PROTO_APP_STOPPED);
+        fake_app_add(c, APP_C, "bot", PROTO_APP_CRASHED);
+        f->services.app = &fake_app_driver;
+        f->services.app_conn = c;
+        return c;
+}
+
+static const char *code_of(json_t *a)
+{
+        const char *e = json_string_value(json_object_get(a, "code"));
+        return e ? e : "";
+}
+
+static void body_apps_off(struct session *s)
+{
+        struct client c;
+        if (client_connect(s->f->sock, &c) < 0) {
+                s->connect_errno = errno;
+                return;
+        }
+        keep(s, client_request(&c, "{\"cmd\":\"apps\"}"));
+        keep(s, client_request(&c, "{\"cmd\":\"logs\",\"app\":\"" APP_A "\"}"));
+        keep(s, client_request(&c, "{\"cmd\":\"status\"}"));
+        close(c.fd);
+}
+
+static void test_apps_off(void **state)
+{
+        struct fixture *f = *state;
+        struct session s = { .body = body_apps_off };
+        run_session(f, &s);
+        assert_int_equal(s.n, 3);
+        for (int i = 0; i < 2; i++) {
+                assert_false(ok_of(s.answers[i]));
+                assert_string_equal(error_of(s.answers[i]), "apps are not enabled on this node");
+        }
+        assert_true(ok_of(s.answers[2]));
+        session_free(&s);
+}
+
+static void body_apps_list(struct session *s)
+{
+        struct client c;
+        if (client_connect(s->f->sock, &c) < 0) {
+                s->connect_errno = errno;
+                return;
+        }
+        keep(s, client_request(&c, "{\"cmd\":\"apps\"}"));
+        close(c.fd);
+}
+
+static json_t *row_of(json_t *apps, const char *id)
+{
+        size_t i;
+        json_t *r;
+        json_array_foreach(apps, i, r)
+                if (streq(json_string_value(json_object_get(r, "id")), id))
+                        return r;
+        fail_msg("no row for %s", id);
+        return NULL;
+}
+
+static void test_apps_list(void **state)
+{
+        struct fixture *f = *state;
+        struct app_conn *c = apps_on(f);
+        fake_app_fail_status(c, APP_C);
+        struct session s = { .body = body_apps_list };
+        run_session(f, &s);
+        assert_int_equal(s.n, 1);
+        json_t *a = s.answers[0];
+        assert_true(ok_of(a));
+        json_t *apps = json_object_get(a, "apps");
+        assert_int_equal(json_array_size(apps), 3);
+
+        json_t *ra = row_of(apps, APP_A);
+        assert_string_equal(json_string_value(json_object_get(ra, "name")), "minecraft");
+        assert_string_equal(json_string_value(json_object_get(ra, "state")), "running");
+        assert_true(json_is_string(json_object_get(ra, "startedAt")));
+        assert_true(json_is_null(json_object_get(ra, "exitCode")));
+        assert_int_equal(json_integer_value(json_object_get(ra, "restarts")), 0);
+        assert_int_equal(json_integer_value(json_object_get(ra, "memoryMB")), 100);
+        assert_int_equal(json_integer_value(json_object_get(ra, "volumeUsedMB")), 10);
+        assert_null(json_object_get(ra, "error"));
+
+        json_t *rb = row_of(apps, APP_B);
+        assert_null(json_object_get(rb, "name"));
+        assert_string_equal(json_string_value(json_object_get(rb, "state")), "stopped");
+        assert_true(json_is_null(json_object_get(rb, "startedAt")));
+        assert_int_equal(json_integer_value(json_object_get(rb, "exitCode")), 0);
+        assert_int_equal(json_integer_value(json_object_get(rb, "restarts")), 1);
+        assert_int_equal(json_integer_value(json_object_get(rb, "memoryMB")), 200);
+
+        /* One app's status failed: said in its row, the others are whole. */
+        json_t *rc = row_of(apps, APP_C);
+        assert_string_equal(json_string_value(json_object_get(rc, "name")), "bot");
+        assert_string_equal(json_string_value(json_object_get(rc, "state")), "crashed"); /* the inventory's */
+        json_t *e = json_object_get(rc, "error");
+        assert_string_equal(json_string_value(json_object_get(e, "code")), "DRIVER_ERROR");
+        assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "crun state"));
+        assert_null(json_object_get(rc, "memoryMB"));
+
+        /* inventory + 3 status calls, none of them on the loop thread. */
+        assert_int_equal(fake_app_calls(c), 4);
+        assert_false(fake_app_called_on(c, f->loop_thread));
+        session_free(&s);
+}
+
+static void body_logs(struct session *s)
+{
+        struct client c;
+        if (client_connect(s->f->sock, &c) < 0) {
+                s->connect_errno = errno;
+                return;
+        }
+        keep(s, client_request(&c, "{\"cmd\":\"logs\",\"app\":\"" APP_A "\"}"));                          /* 0 */
+        keep(s, client_request(&c, "{\"cmd\":\"logs\",\"app\":\"" APP_A "\",\"limit\":2}"));               /* 1 */
+        keep(s, client_request(&c, "{\"cmd\":\"logs\",\"app\":\"" APP_A "\",\"sinceSeq\":1,\"limit\":2}")); /* 2 */
+        keep(s, client_request(&c, "{\"cmd\":\"logs\",\"app\":\"" APP_A "\",\"sinceSeq\":5}"));            /* 3 */
+        keep(s, client_request(&c, "{\"cmd\":\"logs\",\"app\":\"" APP_NONE "\"}"));                        /* 4 */
+        keep(s, client_request(&c, "{\"cmd\":\"logs\",\"app\":\"../etc\"}"));                              /* 5 */
+        keep(s, client_request(&c, "{\"cmd\":\"logs\"}"));                                                 /* 6 */
+        keep(s, client_request(&c, "{\"cmd\":\"logs\",\"app\":\"" APP_A "\",\"limit\":0,\"sinceSeq\":-1}")); /* 7 */
+        keep(s, client_request(&c, "{\"cmd\":\"logs\",\"app\":\"" APP_A "\",\"limit\":1001}"));            /* 8 */
+        keep(s, client_request(&c, "{\"cmd\":\"logs\",\"app\":\"" APP_A "\",\"sinceSeq\":\"3\"}"));        /* 9 */
+        keep(s, client_request(&c, "{\"cmd\":\"status\"}"));                                               /* 10 */
+        close(c.fd);
+}
+
+static void assert_seqs(json_t *answer, int64_t first, size_t n, int64_t next)
+{
+        assert_true(ok_of(answer));
+        json_t *lines = json_object_get(answer, "lines");
+        assert_int_equal(json_array_size(lines), n);
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(json_integer_value(json_object_get(json_array_get(lines, i), "seq")), first + (int64_t)i);
+        assert_int_equal(json_integer_value(json_object_get(answer, "nextSeq")), next);
+}
+
+static json_t *field_errors(json_t *answer, const char *field)
+{
+        return json_object_get(json_object_get(json_object_get(json_object_get(answer, "details"), "details"), field),
+                               "_errors");
+}
+
+static void test_logs(void **state)
+{
+        struct fixture *f = *state;
+        struct app_conn *c = apps_on(f);
+        fake_app_line(c, APP_A, PROTO_APP_SYSTEM, "app started");
+        fake_app_line(c, APP_A, PROTO_APP_STDOUT, "Loading world");
+        fake_app_line(c, APP_A, PROTO_APP_STDERR, "warning: low memory");
+        fake_app_line(c, APP_A, PROTO_APP_STDOUT, "Done (1.2s)!");
+        fake_app_line(c, APP_A, PROTO_APP_STDOUT, "player joined");
+        struct session s = { .body = body_logs };
+        run_session(f, &s);
+        assert_int_equal(s.n, 11);
+
+        assert_seqs(s.answers[0], 0, 5, 5); /* default: the last 100 */
+        json_t *l2 = json_array_get(json_object_get(s.answers[0], "lines"), 2);
+        assert_string_equal(json_string_value(json_object_get(l2, "stream")), "stderr");
+        assert_string_equal(json_string_value(json_object_get(l2, "text")), "warning: low memory");
+        int64_t ts;
+        assert_true(na_parse_time_ms(json_string_value(json_object_get(l2, "ts")), &ts));
+        assert_seqs(s.answers[1], 3, 2, 5); /* the last 2 */
+        assert_seqs(s.answers[2], 1, 2, 3); /* from 1, 2 of them */
+        assert_seqs(s.answers[3], 0, 0, 5); /* nothing new */
+
+        assert_false(ok_of(s.answers[4]));
+        assert_string_equal(code_of(s.answers[4]), "APP_NOT_FOUND");
+        assert_non_null(strstr(error_of(s.answers[4]), APP_NONE));
+        json_t *d4 = json_object_get(s.answers[4], "details");
+        assert_string_equal(json_string_value(json_object_get(d4, "code")), "APP_NOT_FOUND");
+        assert_int_equal(json_integer_value(json_object_get(d4, "httpStatus")), 404);
+
+        /* Invalid requests never reach the driver; each bad field is named. */
+        assert_false(ok_of(s.answers[5]));
+        assert_string_equal(code_of(s.answers[5]), "VALIDATION_ERROR");
+        assert_non_null(field_errors(s.answers[5], "app"));
+        assert_false(ok_of(s.answers[6]));
+        assert_string_equal(json_string_value(json_array_get(field_errors(s.answers[6], "app"), 0)), "is required");
+        assert_false(ok_of(s.answers[7]));
+        assert_non_null(field_errors(s.answers[7], "limit"));
+        assert_non_null(field_errors(s.answers[7], "sinceSeq"));
+        assert_false(ok_of(s.answers[8]));
+        assert_non_null(field_errors(s.answers[8], "limit"));
+        assert_false(ok_of(s.answers[9]));
+        assert_non_null(field_errors(s.answers[9], "sinceSeq"));
+        assert_true(ok_of(s.answers[10]));
+
+        /* 5 output calls (the app that is not there included), none on the loop thread. */
+        assert_int_equal(fake_app_calls(c), 5);
+        assert_false(fake_app_called_on(c, f->loop_thread));
+        session_free(&s);
+}
+
+static void body_slow_apps(struct session *s)
+{
+        struct client slow, quick;
+        if (client_connect(s->f->sock, &slow) < 0 || client_connect(s->f->sock, &quick) < 0) {
+                s->connect_errno = errno;
+                return;
+        }
+        uint64_t t0 = na_now_mono_us();
+        client_send(&slow, "{\"cmd\":\"apps\"}\n", 15);
+        keep(s, client_request(&quick, "{\"cmd\":\"status\"}"));
+        uint64_t t1 = na_now_mono_us();
+        keep(s, client_read(&slow));
+        uint64_t t2 = na_now_mono_us();
+        keep(s, json_pack("{s:I, s:I}", "statusMs", (json_int_t)((t1 - t0) / 1000), "appsMs",
+                          (json_int_t)((t2 - t0) / 1000)));
+        close(slow.fd);
+        close(quick.fd);
+}
+
+static void test_apps_do_not_block_the_loop(void **state)
+{
+        struct fixture *f = *state;
+        struct app_conn *c = apps_on(f);
+        fake_app_status_delay_ms(c, 400); /* 3 apps: 1.2 s of status calls */
+        struct session s = { .body = body_slow_apps };
+        run_session(f, &s);
+        assert_int_equal(s.connect_errno, 0);
+        assert_int_equal(s.n, 3);
+        assert_true(ok_of(s.answers[0]));
+        assert_true(ok_of(s.answers[1]));
+        assert_int_equal(json_array_size(json_object_get(s.answers[1], "apps")), 3);
+        json_int_t status_ms = json_integer_value(json_object_get(s.answers[2], "statusMs"));
+        json_int_t apps_ms = json_integer_value(json_object_get(s.answers[2], "appsMs"));
+        assert_true(apps_ms >= 1200);
+        assert_true(status_ms < 600); /* answered while the status calls were still under way */
+        session_free(&s);
+}
+
+static void body_leave_apps(struct session *s)
+{
+        struct client c;
+        if (client_connect(s->f->sock, &c) < 0) {
+                s->connect_errno = errno;
+                return;
+        }
+        /* Asked, then gone; a second request waits in the queue when the socket closes. */
+        client_send(&c, "{\"cmd\":\"apps\"}\n{\"cmd\":\"apps\"}\n{\"cmd\":\"apps\"}\n", 45);
+        keep(s, client_request(&c, "{\"cmd\":\"status\"}"));
+        close(c.fd);
+}
+
+static void test_close_with_requests_under_way(void **state)
+{
+        struct fixture *f = *state;
+        struct app_conn *c = apps_on(f);
+        fake_app_status_delay_ms(c, 200);
+        struct session s = { .body = body_leave_apps };
+        run_session(f, &s);
+        assert_int_equal(s.n, 1);
+        assert_true(ok_of(s.answers[0]));
+        /* teardown closes the socket while status calls run: it waits for them, leaks nothing. */
+        session_free(&s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -489,6 +775,11 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_long_line_closes_connection, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_client_leaves_before_job_ends, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_socket_file_life, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_apps_off, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_apps_list, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_logs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_apps_do_not_block_the_loop, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_close_with_requests_under_way, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
