@@ -1,10 +1,14 @@
 /*
  * nodeagentctl: the operator's view of a running agent, through its control socket.
  *   nodeagentctl status | jobs | run KIND [--target ID] [--params JSON] [--timeout SEC]
- * Tables by default, --json for scripts; exit 1 when a job failed, 3 when the agent
- * cannot be reached, 2 for usage errors.
+ *   nodeagentctl apps | logs APP [-f] [--since SEQ] [-n N]
+ * Tables by default, --json for scripts; exit 1 when a job failed or the agent
+ * answered apps or logs with an error, 3 when the agent cannot be reached (or went
+ * away while logs -f followed), 2 for usage errors.
  */
 #include <getopt.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,6 +17,12 @@
 #include "agent/config.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
+#include "common/uuid.h"
+
+#define LOGS_PAGE 1000         /* the agent's most lines per answer */
+#define LOGS_DEFAULT_LINES 100 /* logs without --since: the last this many */
+#define LOGS_MAX_LINES 1000000 /* -n: more than a page is read in pages */
+#define FOLLOW_POLL_MS 500
 
 static void usage(FILE *f)
 {
@@ -21,7 +31,10 @@ static void usage(FILE *f)
                    "  status                         version, uptime, controller link, jobs, results waiting\n"
                    "  jobs                           running, queued and recent jobs\n"
                    "  run KIND [--target ID] [--params JSON] [--timeout SEC]\n"
-                   "                                 run a job through the agent's job layer, print its result\n");
+                   "                                 run a job through the agent's job layer, print its result\n"
+                   "  apps                           the apps on this node: state, start, restarts, memory, volume\n"
+                   "  logs APP [-f] [--since SEQ] [-n N]\n"
+                   "                                 an app's output (the last 100 lines by default); -f follows it\n");
 }
 
 static int connect_socket(const char *path)
@@ -43,46 +56,97 @@ static int connect_socket(const char *path)
         return fd;
 }
 
-static json_t *request(const char *socket_path, json_t *req)
+/* One connection to the agent; answers are read line by line. */
+struct agent_conn {
+        int fd;
+        char *buf;
+        size_t len, cap;
+};
+
+/* Set by SIGINT or SIGTERM while logs -f follows. */
+static volatile sig_atomic_t interrupted;
+
+static void conn_close(struct agent_conn *c)
 {
-        _cleanup_close_ int fd = connect_socket(socket_path);
-        if (fd < 0)
-                return NULL;
+        if (c->fd >= 0)
+                close(c->fd);
+        c->fd = -1;
+        free(c->buf);
+        c->buf = NULL;
+        c->len = c->cap = 0;
+}
+
+/*
+ * Send req and read its answer line. NULL when the agent went away or answered
+ * garbage (said on stderr), or when interrupted (nothing said).
+ */
+static json_t *conn_call(struct agent_conn *c, const char *socket_path, json_t *req)
+{
         _cleanup_free_ char *line = json_dumps(req, JSON_COMPACT);
-        size_t len = strlen(line);
-        line[len] = '\n';
-        if (write(fd, line, len + 1) != (ssize_t)(len + 1)) {
-                fprintf(stderr, "nodeagentctl: write to %s: %s\n", socket_path, strerror(errno));
+        if (!line)
                 return NULL;
-        }
-        size_t cap = 65536, got = 0;
-        _cleanup_free_ char *buf = malloc(cap);
-        for (;;) {
-                if (!buf)
-                        return NULL;
-                if (got + 1 >= cap) {
-                        char *n = realloc(buf, cap * 2);
-                        if (!n)
-                                return NULL;
-                        buf = n;
-                        cap *= 2;
-                }
-                ssize_t n = read(fd, buf + got, cap - got - 1);
-                if (n < 0 && errno == EINTR)
+        size_t len = strlen(line);
+        line[len] = '\n'; /* over the terminating NUL: written with its length, never as a string */
+        for (size_t off = 0; off < len + 1;) {
+                ssize_t n = send(c->fd, line + off, len + 1 - off, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR && !interrupted)
                         continue;
-                if (n <= 0) {
+                if (n < 0) {
+                        if (!interrupted)
+                                fprintf(stderr, "nodeagentctl: the agent at %s went away: %s\n", socket_path,
+                                        strerror(errno));
+                        return NULL;
+                }
+                off += (size_t)n;
+        }
+        char *nl;
+        while (!(nl = c->len ? memchr(c->buf, '\n', c->len) : NULL)) {
+                if (c->cap - c->len < 4096) {
+                        size_t cap = c->cap ? c->cap * 2 : 65536;
+                        char *n = realloc(c->buf, cap);
+                        if (!n) {
+                                fprintf(stderr, "nodeagentctl: out of memory\n");
+                                return NULL;
+                        }
+                        c->buf = n;
+                        c->cap = cap;
+                }
+                ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
+                if (n < 0 && errno == EINTR && !interrupted)
+                        continue;
+                if (n < 0 && interrupted)
+                        return NULL;
+                if (n < 0) {
+                        fprintf(stderr, "nodeagentctl: the agent at %s went away: %s\n", socket_path, strerror(errno));
+                        return NULL;
+                }
+                if (n == 0) {
                         fprintf(stderr, "nodeagentctl: the agent closed the connection without an answer\n");
                         return NULL;
                 }
-                got += (size_t)n;
-                buf[got] = '\0';
-                if (memchr(buf, '\n', got))
-                        break;
+                c->len += (size_t)n;
         }
+        size_t used = (size_t)(nl - c->buf) + 1;
         json_error_t jerr;
-        json_t *ans = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr);
-        if (!ans)
-                fprintf(stderr, "nodeagentctl: the agent's answer is not JSON: %s\n", jerr.text);
+        json_t *ans = json_loadb(c->buf, used - 1, 0, &jerr);
+        memmove(c->buf, c->buf + used, c->len - used);
+        c->len -= used;
+        if (!ans || !json_is_object(ans)) {
+                fprintf(stderr, "nodeagentctl: the agent's answer is not a JSON object: %s\n",
+                        ans ? "wrong type" : jerr.text);
+                json_decref(ans);
+                return NULL;
+        }
+        return ans;
+}
+
+static json_t *request(const char *socket_path, json_t *req)
+{
+        struct agent_conn c = { .fd = connect_socket(socket_path) };
+        if (c.fd < 0)
+                return NULL;
+        json_t *ans = conn_call(&c, socket_path, req);
+        conn_close(&c);
         return ans;
 }
 
@@ -182,6 +246,190 @@ static int print_run(json_t *ans)
         return ok ? 0 : 1;
 }
 
+/* Said on stderr when the agent refused apps or logs; exit status 1. */
+static int refused(json_t *ans)
+{
+        fprintf(stderr, "nodeagentctl: %s%s%s\n", *str(ans, "code") ? str(ans, "code") : "",
+                *str(ans, "code") ? ": " : "", *str(ans, "error") ? str(ans, "error") : "the agent refused the request");
+        return 1;
+}
+
+static void print_apps(json_t *apps)
+{
+        if (!json_array_size(apps)) {
+                printf("no apps on this node\n");
+                return;
+        }
+        printf("%-36s  %-9s %-14s %8s %10s %10s  %s\n", "ID", "STATE", "STARTED", "RESTARTS", "MEMORY", "VOLUME",
+               "NAME");
+        int64_t now_ms = (int64_t)na_now_real_ms();
+        size_t i;
+        json_t *a;
+        json_array_foreach(apps, i, a) {
+                char started[40] = "-", restarts[24] = "-", mem[32] = "-", vol[32] = "-";
+                int64_t at_ms;
+                const char *at = json_string_value(json_object_get(a, "startedAt"));
+                if (at && na_parse_time_ms(at, &at_ms)) {
+                        char d[28];
+                        duration(now_ms > at_ms ? (now_ms - at_ms) / 1000 : 0, d, sizeof(d));
+                        snprintf(started, sizeof(started), "%s ago", d);
+                }
+                if (json_is_integer(json_object_get(a, "restarts")))
+                        snprintf(restarts, sizeof(restarts), "%lld", num(a, "restarts"));
+                if (json_is_integer(json_object_get(a, "memoryMB")))
+                        snprintf(mem, sizeof(mem), "%lld MiB", num(a, "memoryMB"));
+                if (json_is_integer(json_object_get(a, "volumeUsedMB")))
+                        snprintf(vol, sizeof(vol), "%lld MiB", num(a, "volumeUsedMB"));
+                printf("%-36s  %-9s %-14s %8s %10s %10s", str(a, "id"), *str(a, "state") ? str(a, "state") : "?",
+                       started, restarts, mem, vol);
+                if (*str(a, "name"))
+                        printf("  %s", str(a, "name"));
+                if (json_is_integer(json_object_get(a, "exitCode")) && !streq(str(a, "state"), "running"))
+                        printf("  (exit %lld)", num(a, "exitCode"));
+                printf("\n");
+                json_t *e = json_object_get(a, "error");
+                if (e)
+                        printf("%-36s  status failed: %s: %s\n", "", str(e, "code"), str(e, "message"));
+        }
+}
+
+/* An app's text on a terminal: control characters (escape sequences) shown, not obeyed. */
+static void put_text(const char *s)
+{
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+                if (*p == '\t' || (*p >= 0x20 && *p != 0x7f))
+                        putchar(*p);
+                else
+                        printf("\\x%02x", *p);
+        }
+}
+
+/* "<ts> <stream> <text>": stdout lines plain, stderr and system lines marked. */
+static void print_lines(json_t *lines, bool as_json)
+{
+        size_t i;
+        json_t *l;
+        json_array_foreach(lines, i, l) {
+                if (as_json) {
+                        _cleanup_free_ char *t = json_dumps(l, JSON_COMPACT);
+                        if (t)
+                                printf("%s\n", t);
+                        continue;
+                }
+                const char *stream = str(l, "stream");
+                printf("%s %s ", str(l, "ts"), streq(stream, "stderr") ? "ERR" : streq(stream, "system") ? "SYS" : "out");
+                put_text(str(l, "text"));
+                putchar('\n');
+        }
+        fflush(stdout);
+}
+
+static void on_interrupt(int signo)
+{
+        (void)signo;
+        interrupted = 1;
+}
+
+struct logs_args {
+        const char *app;
+        int64_t since; /* -1: the last `lines` */
+        int64_t lines; /* 0: not given */
+        bool follow, as_json;
+};
+
+/*
+ * logs: one request for the last N lines, or pages from --since on (at most -n
+ * lines); then, with -f, a request every 500 ms from the last nextSeq until SIGINT
+ * or SIGTERM (exit 0) or the agent goes away (exit 3). One connection throughout.
+ */
+static int run_logs(const char *socket_path, const struct logs_args *a)
+{
+        if (a->follow) {
+                struct sigaction sa = { .sa_handler = on_interrupt }; /* no SA_RESTART: reads and sleeps end */
+                sigemptyset(&sa.sa_mask);
+                sigaction(SIGINT, &sa, NULL);
+                sigaction(SIGTERM, &sa, NULL);
+        }
+        struct agent_conn c = { .fd = connect_socket(socket_path) };
+        if (c.fd < 0)
+                return 3;
+        int rc = 0;
+        int64_t next = a->since, left = a->lines;
+        bool tail = a->since < 0, page_full = false, first = true;
+        if (tail && a->lines > LOGS_PAGE && !a->as_json) {
+                /* More than one answer holds: learn where the output ends, then read forward. */
+                _cleanup_json_ json_t *req = json_pack("{s:s, s:s, s:i}", "cmd", "logs", "app", a->app, "limit", 1);
+                _cleanup_json_ json_t *ans = conn_call(&c, socket_path, req);
+                if (!ans || !json_is_true(json_object_get(ans, "ok"))) {
+                        conn_close(&c);
+                        return !ans ? (interrupted ? 0 : 3) : refused(ans);
+                }
+                int64_t end = json_integer_value(json_object_get(ans, "nextSeq"));
+                next = end > a->lines ? end - a->lines : 0;
+                tail = false;
+        }
+        for (;;) {
+                if (interrupted)
+                        break;
+                if (!first && !page_full) {
+                        if (!a->follow)
+                                break;
+                        poll(NULL, 0, FOLLOW_POLL_MS); /* a signal ends it early */
+                        if (interrupted)
+                                break;
+                }
+                int64_t limit = LOGS_PAGE;
+                if (first && tail)
+                        limit = a->lines ? (a->lines < LOGS_PAGE ? a->lines : LOGS_PAGE) : LOGS_DEFAULT_LINES;
+                else if (a->lines && left > 0)
+                        limit = left < LOGS_PAGE ? left : LOGS_PAGE;
+                _cleanup_json_ json_t *req = json_pack("{s:s, s:s, s:I}", "cmd", "logs", "app", a->app, "limit",
+                                                       (json_int_t)limit);
+                if (next >= 0)
+                        json_object_set_new(req, "sinceSeq", json_integer(next));
+                _cleanup_json_ json_t *ans = conn_call(&c, socket_path, req);
+                if (!ans) {
+                        rc = interrupted ? 0 : 3;
+                        break;
+                }
+                if (!json_is_true(json_object_get(ans, "ok"))) {
+                        rc = refused(ans);
+                        break;
+                }
+                json_t *lines = json_object_get(ans, "lines");
+                json_t *next_seq = json_object_get(ans, "nextSeq");
+                if (!json_is_array(lines) || !json_is_integer(next_seq)) {
+                        fprintf(stderr, "nodeagentctl: the agent's logs answer has no lines or nextSeq\n");
+                        rc = 3;
+                        break;
+                }
+                if (a->as_json && !a->follow) {
+                        /* One answer, as the agent gave it (at most a page). */
+                        _cleanup_free_ char *t = json_dumps(ans, JSON_INDENT(2));
+                        printf("%s\n", t ? t : "");
+                        break;
+                }
+                print_lines(lines, a->as_json);
+                size_t n = json_array_size(lines);
+                int64_t got_next = json_integer_value(next_seq);
+                page_full = n > 0 && n == (size_t)limit && !(first && tail) && got_next > next;
+                next = got_next;
+                first = false;
+                if (a->lines && !tail && left > 0) {
+                        /* -n counts the lines before following: the rest are all shown. */
+                        left -= (int64_t)n;
+                        if (left <= 0) {
+                                left = 0;
+                                page_full = false;
+                                if (!a->follow)
+                                        break;
+                        }
+                }
+        }
+        conn_close(&c);
+        return rc;
+}
+
 static const char *socket_from_config(const char *config_path)
 {
         static char path[4096];
@@ -205,14 +453,18 @@ int main(int argc, char **argv)
                 { "config", required_argument, NULL, 'c' }, { "socket", required_argument, NULL, 's' },
                 { "json", no_argument, NULL, 'j' },          { "target", required_argument, NULL, 't' },
                 { "params", required_argument, NULL, 'p' },  { "timeout", required_argument, NULL, 'T' },
-                { "help", no_argument, NULL, 'h' },          { 0 },
+                { "follow", no_argument, NULL, 'f' },        { "since", required_argument, NULL, 'S' },
+                { "lines", required_argument, NULL, 'n' },   { "help", no_argument, NULL, 'h' },
+                { 0 },
         };
         const char *config = NA_DEFAULT_CONFIG, *socket_path = NULL, *target = NULL, *params = NULL;
         long timeout = 0;
         bool as_json = false;
+        struct logs_args logs = { .since = -1 };
+        bool logs_opts = false;
         int c;
         /* GNU getopt permutes: options may stand anywhere, the rest is COMMAND [KIND]. */
-        while ((c = getopt_long(argc, argv, "c:s:jt:p:T:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "c:s:jt:p:T:fn:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'c':
                         config = optarg;
@@ -236,6 +488,27 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         break;
+                case 'f':
+                        logs.follow = logs_opts = true;
+                        break;
+                case 'S':
+                case 'n': {
+                        char *end;
+                        errno = 0;
+                        long long v = strtoll(optarg, &end, 10);
+                        bool bad = errno || end == optarg || *end || (c == 'S' ? v < 0 : v < 1 || v > LOGS_MAX_LINES);
+                        if (bad) {
+                                fprintf(stderr, c == 'S' ? "nodeagentctl: --since must be an output sequence number (0 or more)\n"
+                                                         : "nodeagentctl: -n must be a number of lines from 1 to 1000000\n");
+                                return 2;
+                        }
+                        if (c == 'S')
+                                logs.since = v;
+                        else
+                                logs.lines = v;
+                        logs_opts = true;
+                        break;
+                }
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -260,6 +533,22 @@ int main(int argc, char **argv)
                 fprintf(stderr, "nodeagentctl: --target, --params and --timeout go with run\n");
                 return 2;
         }
+        if (streq(cmd, "logs")) {
+                if (optind >= argc) {
+                        fprintf(stderr, "nodeagentctl: logs needs an app id, e.g. nodeagentctl logs 6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b\n");
+                        return 2;
+                }
+                logs.app = argv[optind++];
+                if (!na_uuid_valid(logs.app)) {
+                        fprintf(stderr, "nodeagentctl: \"%.64s\" is not an app id (a UUID such as "
+                                        "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b; nodeagentctl apps lists them)\n",
+                                logs.app);
+                        return 2;
+                }
+        } else if (logs_opts) {
+                fprintf(stderr, "nodeagentctl: --follow, --since and --lines go with logs\n");
+                return 2;
+        }
         if (optind < argc) {
                 fprintf(stderr, "nodeagentctl: unexpected argument \"%s\"\n", argv[optind]);
                 return 2;
@@ -267,8 +556,12 @@ int main(int argc, char **argv)
         if (!socket_path)
                 socket_path = socket_from_config(config);
 
+        if (streq(cmd, "logs")) {
+                logs.as_json = as_json;
+                return run_logs(socket_path, &logs);
+        }
         _cleanup_json_ json_t *req = NULL;
-        if (streq(cmd, "status") || streq(cmd, "jobs"))
+        if (streq(cmd, "status") || streq(cmd, "jobs") || streq(cmd, "apps"))
                 req = json_pack("{s:s}", "cmd", cmd);
         else if (streq(cmd, "run")) {
                 req = json_pack("{s:s, s:s}", "cmd", "run", "kind", kind);
@@ -298,6 +591,8 @@ int main(int argc, char **argv)
         _cleanup_json_ json_t *ans = request(socket_path, req);
         if (!ans)
                 return 3;
+        if (streq(cmd, "apps") && !json_is_true(json_object_get(ans, "ok")))
+                return refused(ans);
         if (!json_is_true(json_object_get(ans, "ok"))) {
                 fprintf(stderr, "nodeagentctl: the agent refused the request: %s\n", str(ans, "error"));
                 json_t *d = json_object_get(ans, "details");
@@ -321,6 +616,8 @@ int main(int argc, char **argv)
                 print_status(json_object_get(ans, "status"));
         else if (streq(cmd, "jobs"))
                 print_jobs(json_object_get(ans, "jobs"));
+        else if (streq(cmd, "apps"))
+                print_apps(json_object_get(ans, "apps"));
         else
                 return print_run(ans);
         return 0;
