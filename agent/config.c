@@ -14,7 +14,7 @@
 #include "common/fileio.h"
 #include "common/uuid.h"
 
-enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN };
+enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN, K_BACKOFF };
 
 struct key_def {
         const char *section;
@@ -56,6 +56,17 @@ static const struct key_def keys[] = {
         { "vm", "restart_stagger_sec", K_UINT, OFF(vm_restart_stagger_sec), false, "5", 0, 3600 },
         { "vm", "guest_agent_timeout_sec", K_UINT, OFF(vm_guest_agent_timeout_sec), false, "10", 1, 600 },
 
+        { "apps", "enabled", K_BOOL, OFF(apps_enabled), false, "true", 0, 0 },
+        { "apps", "runtime", K_PATH, OFF(apps_runtime), false, NULL, 0, 0 },
+        { "apps", "monitor", K_PATH, OFF(apps_monitor), false, NULL, 0, 0 },
+        { "apps", "images_dir", K_PATH, OFF(apps_images_dir), false, "/var/lib/nodeagent/app-images", 0, 0 },
+        { "apps", "storage_dir", K_PATH, OFF(apps_storage_dir), false, NULL, 0, 0 },
+        { "apps", "registry", K_URL, OFF(apps_registry), false, NULL, 0, 0 },
+        { "apps", "registry_ca_file", K_PATH, OFF(apps_registry_ca_file), false, NULL, 0, 0 },
+        { "apps", "id_base", K_UINT, OFF(apps_id_base), false, "1000000000", 65536, 4000000000 },
+        { "apps", "restart_stagger_sec", K_UINT, OFF(apps_restart_stagger_sec), false, "2", 0, 3600 },
+        { "apps", "crash_backoff_ms", K_BACKOFF, OFF(apps_crash_backoff_ms), false, "1000,10000,60000", 0, 0 },
+
         { "firewall", "enabled", K_BOOL, OFF(fw_enabled), false, "true", 0, 0 },
         { "firewall", "table", K_STRING, OFF(fw_table), false, "nodeagent", 0, 0 },
 
@@ -65,6 +76,24 @@ static const struct key_def keys[] = {
         { "metrics", "sys_root", K_PATH, OFF(metrics_sys_root), false, "/sys", 0, 0 },
         { "metrics", "cgroup_root", K_PATH, OFF(metrics_cgroup_root), false, "/sys/fs/cgroup", 0, 0 },
 };
+
+int config_parse_backoff(const char *value, unsigned out[3])
+{
+        const char *p = value;
+        for (int i = 0; i < 3; i++) {
+                char *end;
+                long v = strtol(p, &end, 10);
+                if (end == p || v < 1 || v > 3600000)
+                        return -EINVAL;
+                out[i] = (unsigned)v;
+                if (i < 2 && *end != ',')
+                        return -EINVAL;
+                if (i == 2 && *end)
+                        return -EINVAL;
+                p = end + 1;
+        }
+        return 0;
+}
 
 static const struct key_def *key_find(const char *section, const char *key)
 {
@@ -194,6 +223,12 @@ static const char *set_value(struct agent_config *cfg, const struct key_def *def
                 if (strchr(value, ' '))
                         return "must not contain spaces";
                 break;
+        case K_BACKOFF: {
+                unsigned v[3];
+                if (config_parse_backoff(value, v) < 0)
+                        return "must be three waits in milliseconds, 1..3600000, e.g. 1000,10000,60000";
+                break;
+        }
         case K_PIN:
                 if (strncmp(value, "sha256//", 8) != 0 || strlen(value) < 9)
                         return "must be sha256//<base64 of the public key's SHA-256>";

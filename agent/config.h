@@ -46,6 +46,18 @@ struct agent_config {
         int64_t vm_restart_stagger_sec;
         int64_t vm_guest_agent_timeout_sec;
 
+        /* [apps] */
+        bool apps_enabled;           /* on when a runtime is found too */
+        char *apps_runtime;          /* crun; NULL: found on PATH */
+        char *apps_monitor;          /* nodeagent-monitor; NULL: the installed one, else beside the daemon's build */
+        char *apps_images_dir;
+        char *apps_storage_dir;      /* NULL: <state_dir>/apps */
+        char *apps_registry;         /* NULL: no pulls */
+        char *apps_registry_ca_file;
+        int64_t apps_id_base;
+        int64_t apps_restart_stagger_sec;
+        char *apps_crash_backoff_ms; /* "1000,10000,60000" */
+
         /* [firewall] */
         bool fw_enabled;
         char *fw_table;
@@ -69,6 +81,8 @@ int config_defaults(struct agent_config **ret, struct na_error *err);
 int config_load(const char *path, FILE *report, unsigned *problems, struct agent_config **ret,
                 struct na_error *err);
 void config_free(struct agent_config *cfg);
+/* "a,b,c": the crash rule's three waits in milliseconds (1..3600000 each). */
+int config_parse_backoff(const char *value, unsigned out[3]);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct agent_config *, config_free)
 
 /* Check the token file: exists, regular, not readable by group or others, not empty. */

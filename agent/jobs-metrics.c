@@ -6,14 +6,16 @@
  * A server that the metrics module does not track but that exists on the node (the
  * vps_exists hook says so: created before metrics were tracked, or its tracking was
  * dropped) answers with whatever history its file holds and a `now` without values;
- * an unknown server is VPS_NOT_FOUND. Apps are known to metrics only: an untracked
- * app is APP_NOT_FOUND.
+ * an unknown server is VPS_NOT_FOUND. Apps likewise, through the app driver: a
+ * deployed app that has not run yet answers with an empty history; an unknown one
+ * is APP_NOT_FOUND.
  */
 #include <stdlib.h>
 
 #include "agent/job.h"
 #include "agent/services.h"
 #include "common/timeutil.h"
+#include "drivers/app.h"
 #include "metrics/metrics.h"
 #include "proto/metrics.h"
 
@@ -44,8 +46,9 @@ static int metrics_run(struct job_ctx *ctx, enum metrics_kind kind, const struct
         if (!s || !s->metrics)
                 return na_error_set(err, ENOTSUP, NA_E_INTERNAL, "%s %s: metrics are not collected on this node",
                                     metrics_kind_names[kind], id);
-        bool known_vps = kind == METRICS_VPS && s->vps_exists && s->vps_exists(s, id);
-        int r = metrics_query(s->metrics, kind, id, q, known_vps, ret_data, err);
+        bool known = kind == METRICS_VPS ? s->vps_exists && s->vps_exists(s, id)
+                                         : s->app && s->app->exists(s->app_conn, id);
+        int r = metrics_query(s->metrics, kind, id, q, known, ret_data, err);
         if (r < 0 && !na_error_is_set(err))
                 na_error_sys(err, -r, "%s %s: metrics", metrics_kind_names[kind], id);
         return r;

@@ -7,7 +7,9 @@
 
 #include <errno.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "agent/collector.h"
 #include "agent/config.h"
@@ -122,6 +124,106 @@ static int open_vm(struct agent_services *s, struct na_error *err)
         return 0;
 }
 
+/* ---- apps ---- */
+
+static const struct app_driver *const app_drivers[] = { &app_oci_driver };
+
+/* The driver's thread: an app changed state or ended. */
+static void app_event(void *userdata, const char *type, const char *app_id, json_t *data)
+{
+        struct agent_services *s = userdata;
+        if (s->emit_event)
+                s->emit_event(s, type, app_id, data);
+        else if (data)
+                json_decref(data);
+}
+
+/* An app's cgroup appeared or went: metrics follow it. */
+static void app_cgroup(void *userdata, const char *app_id, const char *cgroup, double cpu_cores, int64_t memory_mb)
+{
+        struct agent_services *s = userdata;
+        if (!s->metrics)
+                return;
+        struct na_error err = NA_ERROR_INIT;
+        if (!cgroup) {
+                if (metrics_untrack(s->metrics, METRICS_APP, app_id, true, &err) < 0 && err.errnum != ENOENT)
+                        log_warn("app %s: metrics: %s", app_id, err.message);
+        } else {
+                struct metrics_target_spec spec = {
+                        .kind = METRICS_APP,
+                        .id = app_id,
+                        .cgroup = cgroup,
+                        .vcpus = cpu_cores >= 1 ? (unsigned)cpu_cores : 1,
+                        .memory_limit_bytes = memory_mb > 0 ? (uint64_t)memory_mb << 20 : 0,
+                };
+                if (metrics_track(s->metrics, &spec, &err) < 0)
+                        log_warn("app %s: metrics: %s", app_id, err.message);
+        }
+        na_error_clear(&err);
+}
+
+/* An executable file named name on PATH, into buf. */
+static bool find_on_path(const char *name, char *buf, size_t len)
+{
+        const char *path = getenv("PATH");
+        if (!path || !*path)
+                path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+        for (const char *p = path; *p;) {
+                size_t n = strcspn(p, ":");
+                if (n && (size_t)snprintf(buf, len, "%.*s/%s", (int)n, p, name) < len && buf[0] == '/' &&
+                    access(buf, X_OK) == 0)
+                        return true;
+                p += n + (p[n] == ':');
+        }
+        return false;
+}
+
+static int open_apps(struct agent_services *s, struct na_error *err)
+{
+        const struct agent_config *cfg = s->config;
+        if (!cfg->apps_enabled)
+                return 0;
+        static char runtime[PATH_MAX], monitor[PATH_MAX];
+        if (cfg->apps_runtime)
+                snprintf(runtime, sizeof(runtime), "%s", cfg->apps_runtime);
+        else if (!find_on_path("crun", runtime, sizeof(runtime))) {
+                log_warn("apps: no crun on PATH; apps are off on this node (install crun, or set [apps] runtime)");
+                return 0;
+        }
+        if (access(runtime, X_OK) < 0)
+                return na_error_set(err, ENOENT, NA_E_INTERNAL, "[apps] runtime %s: %s", runtime, strerror(errno));
+        if (cfg->apps_monitor)
+                snprintf(monitor, sizeof(monitor), "%s", cfg->apps_monitor);
+        else
+                snprintf(monitor, sizeof(monitor), "%s", access(NA_MONITOR_PATH, X_OK) == 0 ? NA_MONITOR_PATH
+                                                                                           : NA_BUILD_MONITOR_PATH);
+        if (access(monitor, X_OK) < 0)
+                return na_error_set(err, ENOENT, NA_E_INTERNAL, "[apps] monitor %s: %s", monitor, strerror(errno));
+        struct app_options o = {
+                .state_dir = cfg->state_dir,
+                .storage_dir = cfg->apps_storage_dir,
+                .images_dir = cfg->apps_images_dir,
+                .runtime = runtime,
+                .monitor = monitor,
+                .registry = cfg->apps_registry,
+                .registry_ca_file = cfg->apps_registry_ca_file,
+                .allow_insecure_http = cfg->allow_insecure_http,
+                .id_base = (uint32_t)cfg->apps_id_base,
+                .start_stagger_ms = (unsigned)cfg->apps_restart_stagger_sec * 1000,
+                .on_event = app_event,
+                .on_cgroup = app_cgroup,
+                .userdata = s,
+        };
+        if (cfg->apps_crash_backoff_ms)
+                (void)config_parse_backoff(cfg->apps_crash_backoff_ms, o.crash_backoff_ms);
+        const struct app_driver *drv = app_drivers[0];
+        int r = drv->open(&o, &s->app_conn, err);
+        if (r < 0)
+                return na_error_prefix(err, "[apps] %s driver", drv->name);
+        s->app = drv;
+        return 0;
+}
+
 static int open_metrics(struct agent_services *s, struct na_error *err)
 {
         const struct agent_config *cfg = s->config;
@@ -169,6 +271,8 @@ int services_open(struct agent_services *s, struct na_error *err)
         if (r >= 0)
                 r = open_firewall(s, err);
         if (r >= 0)
+                r = open_apps(s, err);
+        if (r >= 0)
                 r = open_metrics(s, err);
         if (r < 0)
                 services_close(s);
@@ -209,6 +313,8 @@ static void reconcile_firewall(struct agent_services *s, json_t *inventory)
 void services_start(struct agent_services *s)
 {
         struct na_error err = NA_ERROR_INIT;
+        if (s->app)
+                s->app->resume(s->app_conn); /* on the driver's thread: re-attach, restart after a reboot */
         if (s->metrics) {
                 if (metrics_prune(s->metrics, na_now_real_ms(), &err) < 0)
                         log_warn("metrics: %s", err.message);
@@ -250,6 +356,10 @@ void services_start(struct agent_services *s)
 
 void services_close(struct agent_services *s)
 {
+        if (s->app)
+                s->app->close(s->app_conn); /* the apps keep running */
+        s->app = NULL;
+        s->app_conn = NULL;
         collector_stop(s->collector);
         s->collector = NULL;
         metrics_close(s->metrics);

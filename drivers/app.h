@@ -3,6 +3,23 @@
  * one we have (app_oci_driver, drivers/app/app-oci*.c); a test can slot in its own
  * table. The job layer never sees OCI or crun details: it reaches apps through this
  * table with job_services(ctx)->app and ->app_conn.
+ *
+ *   struct app_options o = { .state_dir = "/var/lib/nodeagent", .images_dir = "/var/lib/nodeagent/app-images",
+ *                            .runtime = "/usr/bin/crun", .monitor = "/usr/libexec/nodeagent/nodeagent-monitor" };
+ *   struct app_conn *c;
+ *   app_oci_driver.open(&o, &c, &err);
+ *   app_oci_driver.deploy(c, id, deploy, progress, &app_json, &err);   // stages pulling-image .. configuring
+ *   app_oci_driver.power(c, id, PROTO_APP_POWER_START, 0, NULL, &state, &err);
+ *   app_oci_driver.output(c, id, -1, 100, &lines_json, &err);
+ *   app_oci_driver.remove(c, id, &err);
+ *   app_oci_driver.close(c);
+ *
+ * Every function returns 0 or a negative errno and fills err: APP_NOT_FOUND for an
+ * app this node does not have, INVALID_STATE (details.state), COMMAND_MANAGED,
+ * IMAGE_NOT_FOUND, VALIDATION_ERROR, DRIVER_ERROR (details.reason: the runtime's or
+ * kernel's own message). Functions are thread-safe; the job layer runs one job per
+ * app at a time, and the driver's own thread (exits, the crash rule, restarts after a
+ * node reboot) takes the same per-app lock.
  */
 #pragma once
 
@@ -12,13 +29,75 @@
 
 #include "common/error.h"
 #include "common/progress.h"
+#include "proto/app.h"
 
 struct app_conn;
+
+/* From the driver's thread: an event for the next report (type "app.state" or
+ * "app.exited", data stolen). Must be thread-safe. */
+typedef void (*app_event_fn)(void *userdata, const char *type, const char *app_id, json_t *data);
+/* An app's cgroup appeared (started) or went (deleted): for metrics. cgroup NULL: gone. */
+typedef void (*app_cgroup_fn)(void *userdata, const char *app_id, const char *cgroup, double cpu_cores,
+                              int64_t memory_mb);
+
+struct app_options {
+        const char *state_dir;        /* required */
+        const char *storage_dir;      /* [apps] storage_dir; default <state_dir>/apps */
+        const char *images_dir;       /* [apps] images_dir */
+        const char *runtime;          /* [apps] runtime: absolute path of crun */
+        const char *monitor;          /* absolute path of nodeagent-monitor */
+        const char *registry;         /* [apps] registry; NULL or "": no pulls */
+        const char *registry_ca_file; /* [apps] registry_ca_file; NULL: the system's */
+        const char *registry_username, *registry_password; /* optional */
+        bool allow_insecure_http;     /* a loopback http:// registry, for tests */
+        uint32_t id_base;             /* first subordinate id of the app ranges; 0: the default */
+        unsigned start_stagger_ms;    /* node reboot: between two starts; 0: 2000 */
+        unsigned crash_backoff_ms[3]; /* the crash rule's waits; zeros: 1 s, 10 s, 60 s */
+        app_event_fn on_event;
+        app_cgroup_fn on_cgroup;
+        void *userdata;
+};
 
 struct app_driver {
         const char *name; /* "crun": capabilities.appDriver */
 
-        void (*close)(struct app_conn *conn); /* NULL-safe */
+        int (*open)(const struct app_options *opts, struct app_conn **ret, struct na_error *err);
+        void (*close)(struct app_conn *conn); /* NULL-safe; the apps keep running */
         /* hello inventory: a new JSON array of {id, state} for every app. Thread-safe. */
         int (*inventory)(struct app_conn *conn, json_t **ret, struct na_error *err);
+        bool (*exists)(struct app_conn *conn, const char *app_id);
+        /*
+         * After the loop is up: re-attach to every running app's monitor, take the exits
+         * that happened while the agent was away (the crash rule applies), and start
+         * again, staggered, the apps that ran before a node reboot.
+         */
+        void (*resume)(struct app_conn *conn);
+
+        /* app.deploy: stages pulling-image, unpacking, creating-volume, configuring; the
+         * app ends stopped. Converges: the same params again give the same app. *ret: App. */
+        int (*deploy)(struct app_conn *conn, const char *app_id, const struct proto_app_deploy *d,
+                      const struct na_progress *progress, json_t **ret, struct na_error *err);
+        /* app.power: converging (starting a running app succeeds). */
+        int (*power)(struct app_conn *conn, const char *app_id, enum proto_app_power_action action, unsigned grace_sec,
+                     const struct na_progress *progress, enum proto_app_state *ret_state, struct na_error *err);
+        int (*status)(struct app_conn *conn, const char *app_id, struct proto_app_status *ret, struct na_error *err);
+        /* app.command.set: command NULL restores the template's; *ret: App. */
+        int (*command_set)(struct app_conn *conn, const char *app_id, char *const *command, json_t **ret,
+                           struct na_error *err);
+        int (*console_send)(struct app_conn *conn, const char *app_id, const char *line, struct na_error *err);
+        /* app.output: since_seq < 0: the last `limit` lines. *ret: {lines, nextSeq}. */
+        int (*output)(struct app_conn *conn, const char *app_id, int64_t since_seq, int64_t limit, json_t **ret,
+                      struct na_error *err);
+        /* app.delete: container, root layer, volume, output, ids: nothing left. Unknown id: 0. */
+        int (*remove)(struct app_conn *conn, const char *app_id, struct na_error *err);
+        /* The app's cgroup path relative to the hierarchies (for metrics), into buf. */
+        int (*cgroup)(struct app_conn *conn, const char *app_id, char *buf, size_t len, struct na_error *err);
+
+        /* Images (target node). */
+        int (*image_pull)(struct app_conn *conn, const struct proto_image_ref *ref, const struct na_progress *progress,
+                          json_t **ret, struct na_error *err);
+        int (*image_list)(struct app_conn *conn, json_t **ret, struct na_error *err);
+        int (*image_delete)(struct app_conn *conn, const struct proto_image_ref *ref, struct na_error *err);
 };
+
+extern const struct app_driver app_oci_driver;

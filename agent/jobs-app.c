@@ -1,0 +1,190 @@
+/*
+ * The app kinds (AGENT-API 4.2): app.deploy, power, status, command.set,
+ * console.send, output, delete, and the node's image.pull, image.list and
+ * image.delete. Each handler is a few lines over the app driver's table
+ * (drivers/app.h); the params come from proto/app.h's decoders.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/job.h"
+#include "agent/services.h"
+#include "drivers/app.h"
+#include "proto/app.h"
+
+struct app_job {
+        const struct app_driver *app;
+        struct app_conn *conn;
+        const char *id;
+        struct na_progress progress;
+};
+
+static void bridge_stage(void *userdata, const char *stage, int percent, const char *message)
+{
+        if (message && *message)
+                job_progress(userdata, stage, percent, "%s", message);
+        else
+                job_progress(userdata, stage, percent, NULL);
+}
+
+static int bridge_checkpoint(void *userdata, struct na_error *err)
+{
+        return job_checkpoint(userdata, err);
+}
+
+static int begin(struct job_ctx *ctx, struct app_job *j, struct na_error *err)
+{
+        const struct agent_services *s = job_services(ctx);
+        j->id = job_target_id(ctx);
+        if (!s || !s->app) {
+                na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: apps are not enabled on this node", j->id);
+                na_error_detail(err, "reason", json_string("no container runtime on this node"));
+                return -ENOTSUP;
+        }
+        j->app = s->app;
+        j->conn = s->app_conn;
+        j->progress = (struct na_progress){ .stage = bridge_stage, .checkpoint = bridge_checkpoint, .userdata = ctx };
+        return job_checkpoint(ctx, err);
+}
+
+#define DECODER(name, type)                                                              \
+        static int name##_decode(json_t *params, void **ret, struct na_error *err)      \
+        {                                                                                \
+                return proto_app_##name##_decode(params, (struct type **)ret, err);      \
+        }                                                                                \
+        static void name##_free(void *p)                                                 \
+        {                                                                                \
+                proto_app_##name##_free(p);                                              \
+        }
+
+DECODER(deploy, proto_app_deploy)
+DECODER(power, proto_app_power)
+DECODER(command_set, proto_app_command_set)
+DECODER(console_send, proto_app_console_send)
+DECODER(output, proto_app_output_query)
+DECODER(image, proto_app_image_params)
+
+static const char *const deploy_stages[] = { "pulling-image", "unpacking", "creating-volume", "configuring", NULL };
+static const char *const pull_stages[] = { "pulling-image", "unpacking", NULL };
+
+static int deploy_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        struct app_job j;
+        int r = begin(ctx, &j, err);
+        return r < 0 ? r : j.app->deploy(j.conn, j.id, params, &j.progress, ret, err);
+}
+
+static int power_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_app_power *p = params;
+        struct app_job j;
+        enum proto_app_state st;
+        int r = begin(ctx, &j, err);
+        if (r >= 0)
+                r = j.app->power(j.conn, j.id, p->action, (unsigned)p->grace_sec, &j.progress, &st, err);
+        if (r >= 0 && !(*ret = proto_app_state_encode(st)))
+                r = na_error_sys(err, ENOMEM, "app %s", j.id);
+        return r;
+}
+
+static int status_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        (void)params;
+        struct app_job j;
+        struct proto_app_status st;
+        int r = begin(ctx, &j, err);
+        if (r >= 0)
+                r = j.app->status(j.conn, j.id, &st, err);
+        if (r >= 0 && !(*ret = proto_app_status_encode(&st)))
+                r = na_error_sys(err, ENOMEM, "app %s", j.id);
+        return r;
+}
+
+static int command_set_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_app_command_set *p = params;
+        struct app_job j;
+        int r = begin(ctx, &j, err);
+        return r < 0 ? r : j.app->command_set(j.conn, j.id, p->command, ret, err);
+}
+
+static int console_send_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_app_console_send *p = params;
+        struct app_job j;
+        int r = begin(ctx, &j, err);
+        if (r >= 0)
+                r = j.app->console_send(j.conn, j.id, p->line, err);
+        if (r >= 0 && !(*ret = json_object()))
+                r = na_error_sys(err, ENOMEM, "app %s", j.id);
+        return r;
+}
+
+static int output_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_app_output_query *q = params;
+        struct app_job j;
+        int r = begin(ctx, &j, err);
+        return r < 0 ? r : j.app->output(j.conn, j.id, q->since_seq, q->limit, ret, err);
+}
+
+static int delete_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        (void)params;
+        struct app_job j;
+        int r = begin(ctx, &j, err);
+        if (r >= 0)
+                r = j.app->remove(j.conn, j.id, err);
+        if (r >= 0 && !(*ret = json_object()))
+                r = na_error_sys(err, ENOMEM, "app %s", j.id);
+        return r;
+}
+
+static int image_pull_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_app_image_params *p = params;
+        struct app_job j;
+        int r = begin(ctx, &j, err);
+        return r < 0 ? r : j.app->image_pull(j.conn, &p->ref, &j.progress, ret, err);
+}
+
+static int image_list_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        (void)params;
+        struct app_job j;
+        int r = begin(ctx, &j, err);
+        return r < 0 ? r : j.app->image_list(j.conn, ret, err);
+}
+
+static int image_delete_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_app_image_params *p = params;
+        struct app_job j;
+        int r = begin(ctx, &j, err);
+        if (r >= 0)
+                r = j.app->image_delete(j.conn, &p->ref, err);
+        if (r >= 0 && !(*ret = json_object()))
+                r = na_error_sys(err, ENOMEM, "image.delete");
+        return r;
+}
+
+#define KIND(var, kname, ttype, chg, stg, dec, fr, fn)                                                  \
+        static const struct job_kind var = { .name = kname, .target = ttype, .changes = chg, .stages = stg, \
+                                             .decode = dec, .free_params = fr, .run = fn }
+
+KIND(app_deploy_kind, "app.deploy", PROTO_TARGET_APP, true, deploy_stages, deploy_decode, deploy_free, deploy_run);
+KIND(app_power_kind, "app.power", PROTO_TARGET_APP, true, NULL, power_decode, power_free, power_run);
+KIND(app_status_kind, "app.status", PROTO_TARGET_APP, false, NULL, NULL, NULL, status_run);
+KIND(app_command_kind, "app.command.set", PROTO_TARGET_APP, true, NULL, command_set_decode, command_set_free,
+     command_set_run);
+KIND(app_console_kind, "app.console.send", PROTO_TARGET_APP, true, NULL, console_send_decode, console_send_free,
+     console_send_run);
+KIND(app_output_kind, "app.output", PROTO_TARGET_APP, false, NULL, output_decode, output_free, output_run);
+KIND(app_delete_kind, "app.delete", PROTO_TARGET_APP, true, NULL, NULL, NULL, delete_run);
+KIND(image_pull_kind, "image.pull", PROTO_TARGET_NODE, true, pull_stages, image_decode, image_free, image_pull_run);
+KIND(image_list_kind, "image.list", PROTO_TARGET_NODE, false, NULL, NULL, NULL, image_list_run);
+KIND(image_delete_kind, "image.delete", PROTO_TARGET_NODE, true, NULL, image_decode, image_free, image_delete_run);
+
+job_kind_list app_job_kinds = { &app_deploy_kind, &app_power_kind, &app_status_kind, &app_command_kind,
+                                &app_console_kind, &app_output_kind, &app_delete_kind, &image_pull_kind,
+                                &image_list_kind, &image_delete_kind, NULL };

@@ -1,0 +1,209 @@
+/*
+ * app.deploy and app.delete. A deploy makes everything an app needs but starts
+ * nothing: the image pulled when the store lacks it and unpacked once per digest,
+ * the app's id range, its disk (one hard quota for its volume and its root's
+ * writable layer), and its record, written last: a deploy cut short leaves no record
+ * and starts over cleanly when run again. A delete leaves nothing behind.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/fileio.h"
+#include "common/json-cleanup.h"
+#include "common/timeutil.h"
+#include "drivers/app/app-ids.h"
+#include "drivers/app/app-image.h"
+#include "drivers/app/app-oci-internal.h"
+#include "drivers/app/app-rootfs.h"
+#include "drivers/app/app-volume.h"
+
+static char **strv_dup(char *const *v)
+{
+        if (!v)
+                return NULL;
+        size_t n = 0;
+        while (v[n])
+                n++;
+        char **out = calloc(n + 1, sizeof(*out));
+        for (size_t i = 0; out && i < n; i++)
+                if (!(out[i] = strdup(v[i]))) {
+                        for (size_t j = 0; j < i; j++)
+                                free(out[j]);
+                        free(out);
+                        return NULL;
+                }
+        return out;
+}
+
+/* A private copy of the params: the job frees its own when it ends. */
+static int deploy_copy(const struct proto_app_deploy *d, struct proto_app_deploy **ret, struct na_error *err)
+{
+        _cleanup_json_ json_t *canon = proto_app_deploy_canonical(d);
+        if (!canon)
+                return na_error_sys(err, ENOMEM, "app deploy");
+        return proto_app_deploy_decode(canon, ret, err);
+}
+
+/* The disk: made once, mounted, with its two directories. */
+static int make_disk(struct app *a, int64_t quota_mb, struct na_error *err)
+{
+        char img[4200], disk[4200], sub[4300];
+        snprintf(img, sizeof(img), "%s/disk.img", a->dir);
+        snprintf(disk, sizeof(disk), "%s/disk", a->dir);
+        int r = 0;
+        if (access(img, F_OK) < 0)
+                r = app_volume_create(img, (uint64_t)quota_mb, a->uid_base, a->uid_base, err);
+        bool mounted = false;
+        if (r >= 0)
+                r = app_volume_is_mounted(disk, &mounted, err);
+        if (r >= 0 && !mounted)
+                r = app_volume_mount(img, disk, err);
+        if (r < 0)
+                return r;
+        if (chmod(disk, 0711) < 0)
+                return na_error_sys(err, errno, "chmod %s", disk);
+        snprintf(sub, sizeof(sub), "%s/volume", disk);
+        if (mkdir(sub, 0755) < 0 && errno != EEXIST)
+                return na_error_sys(err, errno, "mkdir %s", sub);
+        if (chown(sub, a->uid_base, a->uid_base) < 0)
+                return na_error_sys(err, errno, "chown %s", sub);
+        snprintf(sub, sizeof(sub), "%s/layer", disk);
+        if (mkdir(sub, 0711) < 0 && errno != EEXIST)
+                return na_error_sys(err, errno, "mkdir %s", sub);
+        if (chown(sub, 0, 0) < 0)
+                return na_error_sys(err, errno, "chown %s", sub);
+        return 0;
+}
+
+/* Everything of the app on this node, whatever state a cut-short deploy left. */
+static int remove_files(struct app_conn *c, const char *id, const char *dir, struct na_error *err)
+{
+        char disk[4200], img[4200], layer[4300];
+        snprintf(disk, sizeof(disk), "%s/disk", dir);
+        snprintf(img, sizeof(img), "%s/disk.img", dir);
+        snprintf(layer, sizeof(layer), "%s/layer", disk);
+        int r = 0;
+        bool mounted = false;
+        if (app_volume_is_mounted(disk, &mounted, err) >= 0 && mounted)
+                r = app_rootfs_remove_at(dir, layer, err);
+        else
+                r = app_rootfs_umount(dir, err);
+        if (r >= 0)
+                r = app_volume_remove(img, disk, err);
+        if (r >= 0)
+                r = app_ids_free(c->storage_dir, id, err);
+        if (r < 0)
+                return r;
+        int dfd = open(c->apps_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return na_error_sys(err, errno, "open %s", c->apps_dir);
+        r = app_rm_rf_at(dfd, id, err);
+        close(dfd);
+        return r;
+}
+
+int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_deploy *d,
+                   const struct na_progress *progress, json_t **ret, struct na_error *err)
+{
+        struct app *old = app_find(c, id);
+        if (old) {
+                pthread_mutex_lock(&old->op_lock);
+                int r = 0;
+                if (proto_app_deploy_same(old->deploy, d)) {
+                        if (!(*ret = app_record_json(old)))
+                                r = na_error_sys(err, ENOMEM, "app %s", id);
+                } else {
+                        pthread_mutex_lock(&old->st_lock);
+                        const char *st = proto_app_state_name(old->state);
+                        pthread_mutex_unlock(&old->st_lock);
+                        r = na_error_set(err, EEXIST, NA_E_INVALID_STATE,
+                                         "app %s: deployed already with other params; delete it first", id);
+                        na_error_detail(err, "state", json_string(st));
+                }
+                pthread_mutex_unlock(&old->op_lock);
+                return r;
+        }
+
+        na_progress_stage(progress, "pulling-image", 0, NULL);
+        struct app_image img = { 0 };
+        _cleanup_free_ char *lower = NULL;
+        int r = app_oci_image_ready(c, &d->tmpl.image, progress, &img, &lower, err);
+        if (r < 0)
+                return na_error_prefix(err, "app %s", id);
+
+        struct app *a = app_new(c, id);
+        if (!a) {
+                app_image_clear(&img);
+                return na_error_sys(err, ENOMEM, "app %s", id);
+        }
+        snprintf(a->image_digest, sizeof(a->image_digest), "%s", img.manifest_digest);
+        snprintf(a->lower, sizeof(a->lower), "%s", lower);
+        app_image_clear(&img);
+
+        na_progress_stage(progress, "creating-volume", 0, NULL);
+        struct app_ids ids;
+        r = na_mkdir_p(a->dir, 0711, err);
+        if (r >= 0 && chmod(a->dir, 0711) < 0)
+                r = na_error_sys(err, errno, "chmod %s", a->dir);
+        if (r >= 0)
+                r = na_progress_checkpoint(progress, err);
+        if (r >= 0)
+                r = app_ids_allocate(c->storage_dir, c->o.id_base ? c->o.id_base : APP_IDS_DEFAULT_BASE, id, &ids, err);
+        if (r >= 0) {
+                a->uid_base = ids.uid_base;
+                r = make_disk(a, d->plan.volume_quota_mb, err);
+        }
+
+        if (r >= 0) {
+                na_progress_stage(progress, "configuring", 0, NULL);
+                r = deploy_copy(d, &a->deploy, err);
+        }
+        if (r >= 0 && d->command && !(a->command = strv_dup(d->command)))
+                r = na_error_sys(err, ENOMEM, "app %s", id);
+        if (r >= 0) {
+                a->created_ms = a->updated_ms = (int64_t)na_now_real_ms();
+                r = app_meta_save(a, err); /* from here on the app exists */
+        }
+        if (r >= 0 && !(*ret = app_record_json(a)))
+                r = na_error_sys(err, ENOMEM, "app %s", id);
+        if (r < 0) {
+                struct na_error e = NA_ERROR_INIT;
+                (void)remove_files(c, id, a->dir, &e); /* nothing half-made stays */
+                na_error_clear(&e);
+                app_free(a);
+                return na_error_prefix(err, "app %s", id);
+        }
+        pthread_mutex_lock(&c->lock);
+        a->next = c->apps;
+        c->apps = a;
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+int app_oci_remove(struct app_conn *c, const char *id, struct na_error *err)
+{
+        struct app *a = app_find(c, id);
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%s/%s", c->apps_dir, id);
+        if (!a) {
+                /* Converging: unknown, or what a deploy cut short left. */
+                if (access(dir, F_OK) < 0)
+                        return 0;
+                return remove_files(c, id, dir, err) < 0 ? na_error_prefix(err, "app %s: delete", id) : 0;
+        }
+        pthread_mutex_lock(&a->op_lock);
+        int r = app_stop_locked(c, a, true, 0, err);
+        if (r >= 0) {
+                pthread_mutex_lock(&a->st_lock);
+                a->removed = true; /* kept in the list until close: the watcher may hold it */
+                pthread_mutex_unlock(&a->st_lock);
+                r = remove_files(c, id, a->dir, err);
+                if (c->o.on_cgroup)
+                        c->o.on_cgroup(c->o.userdata, id, NULL, 0, 0);
+        }
+        pthread_mutex_unlock(&a->op_lock);
+        return r < 0 ? na_error_prefix(err, "app %s: delete", id) : 0;
+}

@@ -1,0 +1,129 @@
+/*
+ * The crun implementation of drivers/app.h, shared by its files:
+ *   app-oci.c         open/close, the apps table, inventory, the table of functions
+ *   app-oci-meta.c    <storage>/apps/<id>/app.json: what the node keeps of an app
+ *   app-oci-deploy.c  deploy and delete
+ *   app-oci-power.c   start, stop, kill; status, console, output, command
+ *   app-oci-watch.c   the driver's thread: exits from monitors, the crash rule, resume
+ *   app-oci-images.c  image.pull, image.list, image.delete
+ *
+ * Locks: conn->lock guards the list of apps (short). Each app has op_lock, held by
+ * whoever changes it (a job, or the driver's thread restarting it), and st_lock, held
+ * briefly around its state fields, so the watcher can record an exit while a job
+ * holds op_lock waiting for that very exit. Order: conn->lock, op_lock, st_lock.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "drivers/app.h"
+#include "drivers/app/app-crun.h"
+#include "drivers/app/app-image.h"
+#include "drivers/app/app-monitor.h"
+#include "drivers/app/app-registry.h"
+#include "proto/app.h"
+
+#define APP_CRASH_WINDOW_MS (10 * 60 * 1000)
+#define APP_CRASH_RESTARTS 3
+#define APP_ID_LEN 36
+
+struct app {
+        char id[APP_ID_LEN + 1];
+        char dir[4096];
+        pthread_mutex_t op_lock, st_lock;
+
+        /* op_lock: what app.json says. */
+        struct proto_app_deploy *deploy; /* decoded from the stored canonical params */
+        char **command;                  /* the app's own command (app.command.set); NULL: the template's */
+        char image_digest[80];
+        char lower[4096];                /* the unpacked image root */
+        uint32_t uid_base;
+        int64_t created_ms, updated_ms;
+        bool want_running;               /* ran before a node reboot: start again */
+
+        /* st_lock. */
+        enum proto_app_state state;
+        bool stopping;                   /* an asked-for stop or kill: its exit is no crash */
+        int64_t started_ms;
+        bool has_exit;
+        int exit_code, exit_signal;
+        int64_t restarts;                /* automatic restarts since the last start asked for */
+        int64_t crash_ms[APP_CRASH_RESTARTS]; /* the last crashes, for the crash rule */
+        size_t n_crash;
+        int64_t restart_at_ms;           /* a restart the crash rule or resume scheduled; 0: none */
+        bool restart_resume;             /* that restart is a node reboot's, not a crash's */
+        int monitor_fd;                  /* the watcher's connection; -1 */
+        bool removed;
+
+        struct app *next;
+};
+
+struct app_conn {
+        struct app_options o;
+        char storage_dir[4096], apps_dir[4096], cache_dir[4096], crun_root[4096];
+        char runtime[4096], monitor[4096], images_dir[4096], state_dir[4096];
+        char registry[2048], registry_ca[4096];
+        struct app_registry_options reg;
+        struct app_crun crun;
+        bool private_ns;
+        pthread_mutex_t lock;
+        struct app *apps;
+
+        /* The watcher (app-oci-watch.c). */
+        pthread_t thread;
+        bool thread_started;
+        int epfd, wakefd;
+        bool quit;
+        bool resumed;
+};
+
+/* app-oci.c */
+struct app *app_find(struct app_conn *c, const char *id);        /* takes and drops conn->lock */
+struct app *app_get(struct app_conn *c, const char *id, struct na_error *err); /* APP_NOT_FOUND */
+void app_emit_state(struct app_conn *c, struct app *a, enum proto_app_state st);
+void app_set_state(struct app_conn *c, struct app *a, enum proto_app_state st); /* st_lock held */
+void app_cgroup_path(const char *id, char *buf, size_t len);
+void app_container_id(const char *id, char *buf, size_t len);
+struct app *app_new(struct app_conn *c, const char *id);
+void app_free(struct app *a);
+json_t *app_record_json(struct app *a); /* the App object; op_lock held */
+
+/* app-oci-meta.c */
+int app_meta_save(struct app *a, struct na_error *err);
+int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct na_error *err);
+
+/* app-oci-power.c */
+int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct na_error *err);
+int app_stop_locked(struct app_conn *c, struct app *a, bool kill_now, unsigned grace_sec, struct na_error *err);
+int app_ensure_mounts(struct app_conn *c, struct app *a, struct na_error *err);
+
+/* app-oci-power.c: the table's functions */
+int app_oci_power(struct app_conn *c, const char *id, enum proto_app_power_action action, unsigned grace_sec,
+                  const struct na_progress *progress, enum proto_app_state *ret_state, struct na_error *err);
+int app_oci_status(struct app_conn *c, const char *id, struct proto_app_status *ret, struct na_error *err);
+int app_oci_command_set(struct app_conn *c, const char *id, char *const *command, json_t **ret, struct na_error *err);
+int app_oci_console_send(struct app_conn *c, const char *id, const char *line, struct na_error *err);
+int app_oci_output(struct app_conn *c, const char *id, int64_t since_seq, int64_t limit, json_t **ret,
+                   struct na_error *err);
+
+/* app-oci-watch.c */
+void app_oci_resume(struct app_conn *c);
+int app_watch_start(struct app_conn *c, struct na_error *err);
+void app_watch_stop(struct app_conn *c);
+void app_watch_attach(struct app_conn *c, struct app *a);   /* after a start or at resume */
+void app_watch_detach(struct app_conn *c, struct app *a);
+void app_watch_wake(struct app_conn *c);
+
+/* app-oci-deploy.c, app-oci-images.c */
+int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_deploy *d,
+                   const struct na_progress *progress, json_t **ret, struct na_error *err);
+int app_oci_remove(struct app_conn *c, const char *id, struct na_error *err);
+int app_oci_image_pull(struct app_conn *c, const struct proto_image_ref *ref, const struct na_progress *progress,
+                       json_t **ret, struct na_error *err);
+int app_oci_image_list(struct app_conn *c, json_t **ret, struct na_error *err);
+int app_oci_image_delete(struct app_conn *c, const struct proto_image_ref *ref, struct na_error *err);
+/* Resolve the image (pulling it when the store lacks it and a registry is set) and unpack it. */
+int app_oci_image_ready(struct app_conn *c, const struct proto_image_ref *ref, const struct na_progress *progress,
+                        struct app_image *ret_img, char **ret_rootfs, struct na_error *err);

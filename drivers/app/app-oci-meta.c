@@ -1,0 +1,110 @@
+/*
+ * What the node keeps of an app: <storage>/apps/<id>/app.json, mode 0600, replaced
+ * atomically. The deploy params are kept in their canonical form and decoded again
+ * at load, so a stored app is checked by the same rules as a new one.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/fileio.h"
+#include "common/json-cleanup.h"
+#include "drivers/app/app-oci-internal.h"
+
+#define APP_META_MAX (2u << 20)
+
+static json_t *strv_json(char *const *v)
+{
+        if (!v)
+                return json_null();
+        json_t *a = json_array();
+        for (char *const *p = v; a && *p; p++)
+                json_array_append_new(a, json_string(*p));
+        return a;
+}
+
+static char **strv_from_json(json_t *a)
+{
+        if (!json_is_array(a))
+                return NULL;
+        size_t n = json_array_size(a);
+        char **v = calloc(n + 1, sizeof(*v));
+        for (size_t i = 0; v && i < n; i++) {
+                v[i] = strdup(json_string_value(json_array_get(a, i)) ? json_string_value(json_array_get(a, i)) : "");
+                if (!v[i]) {
+                        for (size_t j = 0; j < i; j++)
+                                free(v[j]);
+                        free(v);
+                        return NULL;
+                }
+        }
+        return v;
+}
+
+int app_meta_save(struct app *a, struct na_error *err)
+{
+        _cleanup_json_ json_t *crash = json_array();
+        pthread_mutex_lock(&a->st_lock);
+        for (size_t i = 0; crash && i < a->n_crash; i++)
+                json_array_append_new(crash, json_integer(a->crash_ms[i]));
+        int64_t restarts = a->restarts, started = a->started_ms;
+        pthread_mutex_unlock(&a->st_lock);
+        _cleanup_json_ json_t *doc = json_pack("{s:s, s:o, s:o, s:s, s:s, s:I, s:I, s:I, s:b, s:I, s:I, s:O}", "id", a->id,
+                                               "deploy", proto_app_deploy_canonical(a->deploy), "command",
+                                               strv_json(a->command), "imageDigest", a->image_digest, "lower", a->lower,
+                                               "uidBase", (json_int_t)a->uid_base, "createdAt",
+                                               (json_int_t)a->created_ms, "updatedAt", (json_int_t)a->updated_ms,
+                                               "wantRunning", a->want_running, "restarts", (json_int_t)restarts,
+                                               "startedAt", (json_int_t)started, "crashes", crash);
+        _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        if (!text)
+                return na_error_sys(err, ENOMEM, "app %s: record", a->id);
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/app.json", a->dir);
+        return na_atomic_write(path, text, strlen(text), 0600, err);
+}
+
+int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct na_error *err)
+{
+        struct app *a = app_new(c, id);
+        if (!a)
+                return na_error_sys(err, ENOMEM, "app %s", id);
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/app.json", a->dir);
+        _cleanup_json_ json_t *doc = na_json_load(path, APP_META_MAX);
+        if (!doc) {
+                app_free(a);
+                return -ENOENT;
+        }
+        int r = proto_app_deploy_decode(json_object_get(doc, "deploy"), &a->deploy, err);
+        if (r < 0) {
+                app_free(a);
+                return na_error_prefix(err, "%s: its deploy params", path);
+        }
+        json_t *cmd = json_object_get(doc, "command");
+        if (json_is_array(cmd) && !(a->command = strv_from_json(cmd))) {
+                app_free(a);
+                return na_error_sys(err, ENOMEM, "app %s", id);
+        }
+        snprintf(a->image_digest, sizeof(a->image_digest), "%s",
+                 json_string_value(json_object_get(doc, "imageDigest")) ?: "");
+        snprintf(a->lower, sizeof(a->lower), "%s", json_string_value(json_object_get(doc, "lower")) ?: "");
+        a->uid_base = (uint32_t)json_integer_value(json_object_get(doc, "uidBase"));
+        a->created_ms = json_integer_value(json_object_get(doc, "createdAt"));
+        a->updated_ms = json_integer_value(json_object_get(doc, "updatedAt"));
+        a->want_running = json_is_true(json_object_get(doc, "wantRunning"));
+        a->restarts = json_integer_value(json_object_get(doc, "restarts"));
+        a->started_ms = json_integer_value(json_object_get(doc, "startedAt"));
+        json_t *crash = json_object_get(doc, "crashes");
+        for (size_t i = 0; i < json_array_size(crash) && a->n_crash < APP_CRASH_RESTARTS; i++)
+                a->crash_ms[a->n_crash++] = json_integer_value(json_array_get(crash, i));
+        struct app_exit ex;
+        struct na_error e = NA_ERROR_INIT;
+        if (app_monitor_read_exit(a->dir, &ex, &e) == 0) {
+                a->has_exit = true;
+                a->exit_code = ex.code;
+                a->exit_signal = ex.signal;
+        }
+        na_error_clear(&e);
+        *ret = a;
+        return 0;
+}

@@ -1,0 +1,482 @@
+/*
+ * Starting and stopping an app's container, and what is read of a running one:
+ * status, console lines, output, its start command.
+ *
+ * An app's files: <dir>/app.json, <dir>/disk.img (the hard quota: a sparse ext4
+ * image, app-volume.h) mounted at <dir>/disk, holding both the volume
+ * (<dir>/disk/volume, bind-mounted at template.volumePath) and the writable layer of
+ * the root (<dir>/disk/layer), so that one quota bounds everything the app writes;
+ * <dir>/rootfs (the overlay of the shared image under that layer), <dir>/bundle
+ * (config.json), and the monitor's files (app-monitor.h): output ring, exit record.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fileio.h"
+#include "common/json-cleanup.h"
+#include "common/timeutil.h"
+#include "drivers/app/app-oci-internal.h"
+#include "drivers/app/app-oci-spec.h"
+#include "drivers/app/app-ring.h"
+#include "drivers/app/app-rootfs.h"
+#include "drivers/app/app-volume.h"
+
+static void sleep_ms(long ms)
+{
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+}
+
+static void path_in(const struct app *a, const char *name, char *buf, size_t len)
+{
+        snprintf(buf, len, "%s/%s", a->dir, name);
+}
+
+int app_ensure_mounts(struct app_conn *c, struct app *a, struct na_error *err)
+{
+        (void)c;
+        char img[4200], disk[4200], layer[4300];
+        path_in(a, "disk.img", img, sizeof(img));
+        path_in(a, "disk", disk, sizeof(disk));
+        snprintf(layer, sizeof(layer), "%s/layer", disk);
+        bool mounted = false;
+        int r = app_volume_is_mounted(disk, &mounted, err);
+        if (r >= 0 && !mounted)
+                r = app_volume_mount(img, disk, err);
+        if (r < 0)
+                return na_error_prefix(err, "app %s: volume", a->id);
+        r = app_rootfs_is_mounted(a->dir, &mounted, err);
+        if (r >= 0 && !mounted)
+                r = app_rootfs_mount_at(a->lower, a->dir, layer, a->uid_base, a->uid_base, err);
+        return r < 0 ? na_error_prefix(err, "app %s: root file system", a->id) : 0;
+}
+
+/* NAME=value lists: the image's, then the template's replacing a name they share. */
+static char **merge_env(char *const *image_env, char *const *tmpl_env)
+{
+        size_t n = 0;
+        for (char *const *p = image_env; p && *p; p++)
+                n++;
+        for (char *const *p = tmpl_env; p && *p; p++)
+                n++;
+        char **out = calloc(n + 1, sizeof(*out));
+        if (!out)
+                return NULL;
+        size_t k = 0;
+        for (char *const *p = image_env; p && *p; p++) {
+                size_t nl = strcspn(*p, "=");
+                bool replaced = false;
+                for (char *const *q = tmpl_env; q && *q && !replaced; q++)
+                        replaced = strncmp(*p, *q, nl + 1) == 0;
+                if (!replaced)
+                        out[k++] = *p;
+        }
+        for (char *const *p = tmpl_env; p && *p; p++)
+                out[k++] = *p;
+        return out;
+}
+
+static char **image_argv(const struct app_image *img)
+{
+        size_t n = 0;
+        for (char **p = img->entrypoint; p && *p; p++)
+                n++;
+        for (char **p = img->cmd; p && *p; p++)
+                n++;
+        if (n == 0)
+                return NULL;
+        char **out = calloc(n + 1, sizeof(*out));
+        size_t k = 0;
+        for (char **p = img->entrypoint; out && p && *p; p++)
+                out[k++] = *p;
+        for (char **p = img->cmd; out && p && *p; p++)
+                out[k++] = *p;
+        return out;
+}
+
+static int write_bundle(struct app_conn *c, struct app *a, struct na_error *err)
+{
+        const struct proto_app_deploy *d = a->deploy;
+        struct app_image img = { 0 };
+        int r = app_image_resolve(c->images_dir, &d->tmpl.image, false, &img, err);
+        if (r < 0)
+                return na_error_prefix(err, "app %s", a->id);
+        _cleanup_free_ char **from_image = image_argv(&img);
+        char *const *argv = a->command ? a->command : d->tmpl.command ? d->tmpl.command : from_image;
+        _cleanup_free_ char **env = merge_env(img.env, d->tmpl.env);
+        if (!argv || !env) {
+                app_image_clear(&img);
+                return argv ? na_error_sys(err, ENOMEM, "app %s", a->id)
+                            : na_error_set(err, EINVAL, NA_E_INVALID_STATE,
+                                           "app %s: no start command: the template has none and image %s:%s has no "
+                                           "Entrypoint or Cmd",
+                                           a->id, d->tmpl.image.name, d->tmpl.image.tag);
+        }
+        char rootfs[4200], volume[4200], cgroup[128], bundle[4200];
+        path_in(a, "rootfs", rootfs, sizeof(rootfs));
+        path_in(a, "disk/volume", volume, sizeof(volume));
+        path_in(a, "bundle", bundle, sizeof(bundle));
+        snprintf(cgroup, sizeof(cgroup), "/");
+        app_cgroup_path(a->id, cgroup + 1, sizeof(cgroup) - 1);
+        struct app_oci_input in = {
+                .id = a->id,
+                .hostname = d->hostname,
+                .argv = argv,
+                .env = env,
+                .cwd = img.working_dir && *img.working_dir ? img.working_dir : d->tmpl.volume_path,
+                .rootfs = rootfs,
+                .volume_src = volume,
+                .volume_dst = d->tmpl.volume_path,
+                .uid_base = a->uid_base,
+                .id_count = 65536,
+                .cpu_cores = (double)d->plan.cpu_millis / 1000.0,
+                .memory_mb = (uint64_t)d->plan.memory_mb,
+                .pids = d->plan.pids,
+                .cgroup_path = cgroup,
+        };
+        _cleanup_json_ json_t *cfg = NULL;
+        r = app_oci_config(&in, &cfg, err);
+        app_image_clear(&img);
+        if (r >= 0)
+                r = na_mkdir_p(bundle, 0700, err);
+        if (r >= 0)
+                r = app_oci_write(bundle, cfg, err);
+        return r < 0 ? na_error_prefix(err, "app %s: container configuration", a->id) : 0;
+}
+
+int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct na_error *err)
+{
+        if (app_monitor_alive(a->dir, NULL))
+                return 0; /* converging: it runs */
+        char cid[64], bundle[4200];
+        app_container_id(a->id, cid, sizeof(cid));
+        path_in(a, "bundle", bundle, sizeof(bundle));
+        int r = app_ensure_mounts(c, a, err);
+        if (r >= 0)
+                r = write_bundle(c, a, err);
+        if (r < 0)
+                return r;
+        struct na_error e = NA_ERROR_INIT;
+        (void)app_crun_delete(&c->crun, cid, &e); /* a container a killed monitor left behind */
+        na_error_clear(&e);
+        struct app_monitor_spec spec = {
+                .monitor_path = c->monitor,
+                .dir = a->dir,
+                .id = cid,
+                .runtime = c->runtime,
+                .runtime_root = c->crun_root,
+                .bundle = bundle,
+                .private_cgroup_ns = c->private_ns,
+                .started_pattern = a->deploy->tmpl.started_pattern,
+        };
+        /* Stamped before the spawn: an app that ends at once has an exit record newer than it. */
+        int64_t started = (int64_t)na_now_real_ms();
+        r = app_monitor_spawn(&spec, NULL, NULL, err);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&a->st_lock);
+        a->stopping = false;
+        a->has_exit = false;
+        a->restart_at_ms = 0;
+        a->started_ms = started;
+        if (!automatic) {
+                a->restarts = 0;
+                a->n_crash = 0;
+        }
+        app_set_state(c, a, a->deploy->tmpl.started_pattern && !app_monitor_started(a->dir) ? PROTO_APP_STARTING
+                                                                                            : PROTO_APP_RUNNING);
+        pthread_mutex_unlock(&a->st_lock);
+        a->want_running = true;
+        if (app_meta_save(a, &e) < 0)
+                na_error_clear(&e); /* the app runs; its record catches up at the next change */
+        app_watch_attach(c, a);
+        if (c->o.on_cgroup) {
+                char cg[128];
+                app_cgroup_path(a->id, cg, sizeof(cg));
+                c->o.on_cgroup(c->o.userdata, a->id, cg, (double)a->deploy->plan.cpu_millis / 1000.0,
+                               a->deploy->plan.memory_mb);
+        }
+        return 0;
+}
+
+static bool wait_gone(struct app *a, long ms)
+{
+        for (long t = 0; t < ms; t += 50) {
+                if (!app_monitor_alive(a->dir, NULL))
+                        return true;
+                sleep_ms(50);
+        }
+        return !app_monitor_alive(a->dir, NULL);
+}
+
+int app_stop_locked(struct app_conn *c, struct app *a, bool kill_now, unsigned grace_sec, struct na_error *err)
+{
+        char cid[64];
+        app_container_id(a->id, cid, sizeof(cid));
+        struct na_error e = NA_ERROR_INIT;
+        pthread_mutex_lock(&a->st_lock);
+        a->restart_at_ms = 0;
+        bool alive = app_monitor_alive(a->dir, NULL);
+        if (alive) {
+                a->stopping = true;
+                app_set_state(c, a, PROTO_APP_STOPPING);
+        }
+        pthread_mutex_unlock(&a->st_lock);
+        if (alive) {
+                const struct proto_app_stop *stop = &a->deploy->tmpl.stop;
+                bool asked = false;
+                if (!kill_now && stop->kind == PROTO_APP_STOP_LINE) {
+                        asked = app_monitor_send_line(a->dir, stop->line, &e) == 0;
+                        na_error_clear(&e);
+                        if (asked) {
+                                char msg[PROTO_APP_LINE_MAX + 64];
+                                snprintf(msg, sizeof(msg), "stopping: sent the line '%s'", stop->line);
+                                (void)app_ring_append_once(a->dir, APP_RING_SYSTEM, msg, strlen(msg), NULL, &e);
+                                na_error_clear(&e);
+                        }
+                }
+                if (!kill_now && !asked) {
+                        int sig = stop->kind == PROTO_APP_STOP_SIGNAL ? stop->signal : SIGTERM;
+                        (void)app_crun_kill(&c->crun, cid, sig, &e);
+                        na_error_clear(&e);
+                }
+                if (kill_now || !wait_gone(a, (long)grace_sec * 1000)) {
+                        (void)app_crun_kill(&c->crun, cid, SIGKILL, &e);
+                        na_error_clear(&e);
+                        if (!wait_gone(a, 10000))
+                                return na_error_set(err, EBUSY, NA_E_DRIVER,
+                                                    "app %s: the container did not end 10 s after SIGKILL", a->id);
+                }
+        }
+        (void)app_crun_delete(&c->crun, cid, &e);
+        na_error_clear(&e);
+        app_watch_detach(c, a);
+        pthread_mutex_lock(&a->st_lock);
+        a->stopping = false;
+        app_set_state(c, a, PROTO_APP_STOPPED);
+        pthread_mutex_unlock(&a->st_lock);
+        a->want_running = false;
+        if (app_meta_save(a, &e) < 0)
+                na_error_clear(&e);
+        return 0;
+}
+
+int app_oci_power(struct app_conn *c, const char *id, enum proto_app_power_action action, unsigned grace_sec,
+                  const struct na_progress *progress, enum proto_app_state *ret_state, struct na_error *err)
+{
+        (void)progress;
+        struct app *a = app_get(c, id, err);
+        if (!a)
+                return -ENOENT;
+        pthread_mutex_lock(&a->op_lock);
+        int r = 0;
+        switch (action) {
+        case PROTO_APP_POWER_START:
+                r = app_start_locked(c, a, false, err);
+                break;
+        case PROTO_APP_POWER_STOP:
+                r = app_stop_locked(c, a, false, grace_sec, err);
+                break;
+        case PROTO_APP_POWER_RESTART:
+                r = app_stop_locked(c, a, false, grace_sec, err);
+                if (r >= 0)
+                        r = app_start_locked(c, a, false, err);
+                break;
+        case PROTO_APP_POWER_KILL:
+                r = app_stop_locked(c, a, true, 0, err);
+                break;
+        }
+        pthread_mutex_lock(&a->st_lock);
+        *ret_state = a->state;
+        pthread_mutex_unlock(&a->st_lock);
+        pthread_mutex_unlock(&a->op_lock);
+        return r;
+}
+
+/* The cgroup's memory now: v1's memory controller, else v2's memory.current. */
+static int64_t memory_mb(const char *id)
+{
+        char cg[128], path[256];
+        app_cgroup_path(id, cg, sizeof(cg));
+        for (int i = 0; i < 2; i++) {
+                if (i == 0)
+                        snprintf(path, sizeof(path), "/sys/fs/cgroup/memory/%s/memory.usage_in_bytes", cg);
+                else
+                        snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/memory.current", cg);
+                _cleanup_free_ char *text = NULL;
+                struct na_error e = NA_ERROR_INIT;
+                int r = na_read_file(path, 64, &text, NULL, &e);
+                na_error_clear(&e);
+                if (r >= 0)
+                        return (int64_t)((strtoull(text, NULL, 10) + (1u << 20) - 1) >> 20);
+        }
+        return 0;
+}
+
+int app_oci_status(struct app_conn *c, const char *id, struct proto_app_status *ret, struct na_error *err)
+{
+        (void)c;
+        struct app *a = app_get(c, id, err);
+        if (!a)
+                return -ENOENT;
+        memset(ret, 0, sizeof(*ret));
+        pthread_mutex_lock(&a->st_lock);
+        ret->state = a->state;
+        ret->started_at_ms = a->started_ms;
+        ret->has_exit_code = a->has_exit && a->state != PROTO_APP_RUNNING && a->state != PROTO_APP_STARTING;
+        ret->exit_code = a->exit_code;
+        ret->restarts = a->restarts;
+        pthread_mutex_unlock(&a->st_lock);
+        if (ret->state == PROTO_APP_RUNNING || ret->state == PROTO_APP_STARTING || ret->state == PROTO_APP_STOPPING)
+                ret->memory_mb = memory_mb(a->id);
+        char disk[4200];
+        path_in(a, "disk", disk, sizeof(disk));
+        struct app_volume_usage u;
+        struct na_error e = NA_ERROR_INIT;
+        if (app_volume_usage(disk, &u, &e) == 0)
+                ret->volume_used_mb = (int64_t)u.used_mb;
+        na_error_clear(&e);
+        return 0;
+}
+
+static int strv_copy(char *const *v, char ***ret)
+{
+        *ret = NULL;
+        if (!v)
+                return 0;
+        size_t n = 0;
+        while (v[n])
+                n++;
+        char **copy = calloc(n + 1, sizeof(*copy));
+        if (!copy)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (!(copy[i] = strdup(v[i]))) {
+                        for (size_t j = 0; j < i; j++)
+                                free(copy[j]);
+                        free(copy);
+                        return -ENOMEM;
+                }
+        *ret = copy;
+        return 0;
+}
+
+static void strv_free(char **v)
+{
+        for (char **p = v; p && *p; p++)
+                free(*p);
+        free(v);
+}
+
+int app_oci_command_set(struct app_conn *c, const char *id, char *const *command, json_t **ret, struct na_error *err)
+{
+        struct app *a = app_get(c, id, err);
+        if (!a)
+                return -ENOENT;
+        pthread_mutex_lock(&a->op_lock);
+        char **copy = NULL;
+        int r = 0;
+        if (!a->deploy->tmpl.custom_command)
+                r = na_error_set(err, EPERM, NA_E_COMMAND_MANAGED,
+                                 "app %s: template %s decides how it starts; its command cannot be set", id,
+                                 a->deploy->tmpl.id);
+        else if (strv_copy(command, &copy) < 0)
+                r = na_error_sys(err, ENOMEM, "app %s: command", id);
+        if (r >= 0) {
+                char **old = a->command;
+                int64_t old_ms = a->updated_ms;
+                a->command = copy;
+                a->updated_ms = (int64_t)na_now_real_ms();
+                r = app_meta_save(a, err);
+                if (r < 0) { /* nothing changed */
+                        a->command = old;
+                        a->updated_ms = old_ms;
+                        strv_free(copy);
+                } else
+                        strv_free(old);
+        }
+        if (r >= 0 && !(*ret = app_record_json(a)))
+                r = na_error_sys(err, ENOMEM, "app %s", id);
+        pthread_mutex_unlock(&a->op_lock);
+        return r;
+}
+
+int app_oci_console_send(struct app_conn *c, const char *id, const char *line, struct na_error *err)
+{
+        struct app *a = app_get(c, id, err);
+        if (!a)
+                return -ENOENT;
+        if (!app_monitor_alive(a->dir, NULL)) {
+                pthread_mutex_lock(&a->st_lock);
+                const char *st = proto_app_state_name(a->state);
+                pthread_mutex_unlock(&a->st_lock);
+                na_error_set(err, EINVAL, NA_E_INVALID_STATE, "app %s: not running; a console line needs a running app",
+                             id);
+                na_error_detail(err, "state", json_string(st));
+                return -EINVAL;
+        }
+        int r = app_monitor_send_line(a->dir, line, err);
+        return r < 0 ? na_error_prefix(err, "app %s: console", id) : 0;
+}
+
+struct lines {
+        struct proto_app_line *v;
+        size_t n, cap;
+        char **texts;
+};
+
+static int collect(const struct app_ring_line *l, void *userdata)
+{
+        struct lines *ls = userdata;
+        if (ls->n == ls->cap) {
+                size_t cap = ls->cap ? ls->cap * 2 : 64;
+                struct proto_app_line *v = realloc(ls->v, cap * sizeof(*v));
+                char **t = realloc(ls->texts, cap * sizeof(*t));
+                if (v)
+                        ls->v = v;
+                if (t)
+                        ls->texts = t;
+                if (!v || !t)
+                        return -ENOMEM;
+                ls->cap = cap;
+        }
+        char *copy = malloc(l->len + 1);
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, l->text, l->len + 1);
+        ls->texts[ls->n] = copy;
+        ls->v[ls->n++] = (struct proto_app_line){ .seq = (int64_t)l->seq, .ts_ms = l->ts_ms,
+                                                 .stream = l->stream == APP_RING_STDERR   ? PROTO_APP_STDERR
+                                                           : l->stream == APP_RING_SYSTEM ? PROTO_APP_SYSTEM
+                                                                                          : PROTO_APP_STDOUT,
+                                                 .text = copy,
+                                                 .len = l->len };
+        return 0;
+}
+
+int app_oci_output(struct app_conn *c, const char *id, int64_t since_seq, int64_t limit, json_t **ret,
+                   struct na_error *err)
+{
+        struct app *a = app_get(c, id, err);
+        if (!a)
+                return -ENOENT;
+        struct lines ls = { 0 };
+        uint64_t next = 0;
+        int r = app_ring_read(a->dir, since_seq < 0 ? 0 : (uint64_t)since_seq, (size_t)limit,
+                              since_seq < 0 ? APP_RING_TAIL : 0, collect, &ls, &next, err);
+        if (r == -ENOMEM && !na_error_is_set(err))
+                r = na_error_sys(err, ENOMEM, "app %s: output", id);
+        if (r >= 0 && !(*ret = proto_app_output_encode(ls.v, ls.n, (int64_t)next)))
+                r = na_error_sys(err, ENOMEM, "app %s: output", id);
+        for (size_t i = 0; i < ls.n; i++)
+                free(ls.texts[i]);
+        free(ls.texts);
+        free(ls.v);
+        return r < 0 ? na_error_prefix(err, "app %s: output", id) : 0;
+}
+

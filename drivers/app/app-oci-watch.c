@@ -1,0 +1,372 @@
+/*
+ * The driver's thread: one epoll over the monitors of running apps. It turns their
+ * messages into states and events (R: the started pattern matched; X: the container
+ * ended), applies the crash rule of AGENT-API 4.2 (an exit nobody asked for is
+ * restarted at most 3 times in 10 minutes, after 1 s, 10 s and 60 s; the 4th leaves
+ * the app crashed with crashLoop), and carries out the restarts it scheduled and the
+ * staggered starts after a node reboot. It never blocks on an app another thread is
+ * changing: op_lock is only tried, and a busy app is tried again at the next tick.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/timeutil.h"
+#include "drivers/app/app-oci-internal.h"
+#include "drivers/app/app-ring.h"
+
+#define TICK_MS 200
+
+static const unsigned default_backoff_ms[APP_CRASH_RESTARTS] = { 1000, 10000, 60000 };
+
+void app_watch_wake(struct app_conn *c)
+{
+        uint64_t one = 1;
+        if (c->wakefd >= 0)
+                (void)!write(c->wakefd, &one, sizeof(one));
+}
+
+void app_watch_attach(struct app_conn *c, struct app *a)
+{
+        pthread_mutex_lock(&a->st_lock);
+        bool attached = a->monitor_fd >= 0;
+        pthread_mutex_unlock(&a->st_lock);
+        if (attached)
+                return;
+        int fd;
+        struct na_error e = NA_ERROR_INIT;
+        if (app_monitor_connect(a->dir, &fd, &e) < 0) {
+                na_error_clear(&e);
+                app_watch_wake(c); /* gone already: the tick reads its exit */
+                return;
+        }
+        pthread_mutex_lock(&a->st_lock);
+        a->monitor_fd = fd;
+        pthread_mutex_unlock(&a->st_lock);
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = a };
+        epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void app_watch_detach(struct app_conn *c, struct app *a)
+{
+        pthread_mutex_lock(&a->st_lock);
+        int fd = a->monitor_fd;
+        a->monitor_fd = -1;
+        pthread_mutex_unlock(&a->st_lock);
+        if (fd >= 0) {
+                epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
+                close(fd);
+        }
+}
+
+static void system_line(struct app *a, const char *fmt, ...) _printf_(2, 3);
+static void system_line(struct app *a, const char *fmt, ...)
+{
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        struct na_error e = NA_ERROR_INIT;
+        (void)app_ring_append_once(a->dir, APP_RING_SYSTEM, msg, strlen(msg), NULL, &e);
+        na_error_clear(&e);
+}
+
+static void emit_exited(struct app_conn *c, struct app *a, int code, int sig, bool crash_loop)
+{
+        if (c->o.on_event)
+                c->o.on_event(c->o.userdata, "app.exited", a->id, proto_app_exited_encode(code, sig, crash_loop));
+}
+
+/* Save the record when nobody else is changing the app (they save it themselves). */
+static void try_save(struct app *a)
+{
+        if (pthread_mutex_trylock(&a->op_lock) != 0)
+                return;
+        struct na_error e = NA_ERROR_INIT;
+        (void)app_meta_save(a, &e);
+        na_error_clear(&e);
+        pthread_mutex_unlock(&a->op_lock);
+}
+
+/* The container ended (code, sig as the monitor said). st_lock is not held. */
+static void exited(struct app_conn *c, struct app *a, int code, int sig)
+{
+        const unsigned *backoff = c->o.crash_backoff_ms[0] ? c->o.crash_backoff_ms : default_backoff_ms;
+        int64_t now = (int64_t)na_now_real_ms();
+        pthread_mutex_lock(&a->st_lock);
+        a->has_exit = true;
+        a->exit_code = code;
+        a->exit_signal = sig;
+        if (a->stopping || a->removed) {
+                /* Asked for: the stop finishes the state. */
+                pthread_mutex_unlock(&a->st_lock);
+                emit_exited(c, a, code, sig, false);
+                return;
+        }
+        size_t kept = 0;
+        for (size_t i = 0; i < a->n_crash; i++)
+                if (now - a->crash_ms[i] < APP_CRASH_WINDOW_MS)
+                        a->crash_ms[kept++] = a->crash_ms[i];
+        a->n_crash = kept;
+        bool loop = a->n_crash >= APP_CRASH_RESTARTS;
+        unsigned wait = 0;
+        if (!loop) {
+                wait = backoff[a->n_crash];
+                a->crash_ms[a->n_crash++] = now;
+                a->restart_at_ms = now + wait;
+                a->restart_resume = false;
+        }
+        app_set_state(c, a, PROTO_APP_CRASHED);
+        size_t n = a->n_crash;
+        pthread_mutex_unlock(&a->st_lock);
+        emit_exited(c, a, code, sig, loop);
+        if (loop) {
+                system_line(a, "crashed %d times in 10 minutes: left stopped (crash loop); start it again when fixed",
+                            APP_CRASH_RESTARTS + 1);
+                a->want_running = false;
+        } else
+                system_line(a, "crashed (exit code %d); restarting in %.1f s (%zu of %d in 10 minutes)", code,
+                            wait / 1000.0, n, APP_CRASH_RESTARTS);
+        try_save(a);
+}
+
+static void monitor_message(struct app_conn *c, struct app *a)
+{
+        char buf[512];
+        for (;;) {
+                pthread_mutex_lock(&a->st_lock);
+                int fd = a->monitor_fd;
+                pthread_mutex_unlock(&a->st_lock);
+                if (fd < 0)
+                        return;
+                ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return;
+                if (n <= 0) {
+                        /* The monitor went without saying X (killed): its exit record, if any, says how. */
+                        app_watch_detach(c, a);
+                        struct app_exit ex;
+                        struct na_error e = NA_ERROR_INIT;
+                        if (app_monitor_read_exit(a->dir, &ex, &e) == 0 && ex.at_ms >= a->started_ms)
+                                exited(c, a, ex.code, ex.signal);
+                        else
+                                exited(c, a, 128 + SIGKILL, SIGKILL);
+                        na_error_clear(&e);
+                        return;
+                }
+                struct app_monitor_msg m;
+                struct na_error e = NA_ERROR_INIT;
+                if (app_monitor_parse_message(buf, (size_t)n, &m, &e) < 0) {
+                        na_error_clear(&e);
+                        continue;
+                }
+                if (m.type == APP_MONITOR_MSG_STARTED) {
+                        pthread_mutex_lock(&a->st_lock);
+                        if (a->state == PROTO_APP_STARTING)
+                                app_set_state(c, a, PROTO_APP_RUNNING);
+                        pthread_mutex_unlock(&a->st_lock);
+                } else if (m.type == APP_MONITOR_MSG_EXIT) {
+                        app_watch_detach(c, a);
+                        exited(c, a, m.exit_code, m.exit_signal);
+                        return;
+                }
+        }
+}
+
+/* The monitor ended before the watcher could listen to it (an app that exits at once). */
+static void reap_unheard(struct app_conn *c)
+{
+        struct app *gone[64];
+        size_t n = 0;
+        pthread_mutex_lock(&c->lock);
+        for (struct app *a = c->apps; a && n < ARRAY_SIZE(gone); a = a->next) {
+                pthread_mutex_lock(&a->st_lock);
+                bool up = a->state == PROTO_APP_STARTING || a->state == PROTO_APP_RUNNING;
+                if (up && a->monitor_fd < 0 && !a->stopping && !a->removed && !a->restart_at_ms)
+                        gone[n++] = a;
+                pthread_mutex_unlock(&a->st_lock);
+        }
+        pthread_mutex_unlock(&c->lock);
+        for (size_t i = 0; i < n; i++) {
+                struct app *a = gone[i];
+                if (pthread_mutex_trylock(&a->op_lock) != 0)
+                        continue; /* a job is starting or stopping it: not unheard */
+                pthread_mutex_lock(&a->st_lock);
+                bool still = (a->state == PROTO_APP_STARTING || a->state == PROTO_APP_RUNNING) && a->monitor_fd < 0 &&
+                             !a->stopping;
+                int64_t started = a->started_ms;
+                pthread_mutex_unlock(&a->st_lock);
+                pthread_mutex_unlock(&a->op_lock);
+                if (!still || app_monitor_alive(a->dir, NULL))
+                        continue;
+                struct app_exit ex;
+                struct na_error e = NA_ERROR_INIT;
+                if (app_monitor_read_exit(a->dir, &ex, &e) == 0 && ex.at_ms >= started)
+                        exited(c, a, ex.code, ex.signal);
+                else
+                        exited(c, a, 128 + SIGKILL, SIGKILL);
+                na_error_clear(&e);
+        }
+}
+
+/* Restarts that are due, and apps whose monitor is gone without a word. */
+static void tick(struct app_conn *c)
+{
+        reap_unheard(c);
+        int64_t now = (int64_t)na_now_real_ms();
+        /* Apps are never freed while the driver is open (a deleted one is only marked),
+         * so the pointers stay good once the list's lock is dropped. */
+        struct app *due[64];
+        size_t n = 0;
+        pthread_mutex_lock(&c->lock);
+        for (struct app *a = c->apps; a && n < ARRAY_SIZE(due); a = a->next) {
+                pthread_mutex_lock(&a->st_lock);
+                if (a->restart_at_ms && a->restart_at_ms <= now && !a->removed)
+                        due[n++] = a;
+                pthread_mutex_unlock(&a->st_lock);
+        }
+        pthread_mutex_unlock(&c->lock);
+        for (size_t i = 0; i < n; i++) {
+                struct app *a = due[i];
+                if (pthread_mutex_trylock(&a->op_lock) != 0)
+                        continue; /* a job is at it: the next tick */
+                pthread_mutex_lock(&a->st_lock);
+                bool go = a->restart_at_ms && a->restart_at_ms <= now && !a->removed;
+                bool resume = a->restart_resume;
+                a->restart_at_ms = 0;
+                pthread_mutex_unlock(&a->st_lock);
+                if (go) {
+                        struct na_error e = NA_ERROR_INIT;
+                        if (app_start_locked(c, a, true, &e) < 0) {
+                                system_line(a, "%s failed: %s", resume ? "start after the node's restart" : "restart",
+                                            e.message);
+                                pthread_mutex_lock(&a->st_lock);
+                                app_set_state(c, a, PROTO_APP_CRASHED);
+                                pthread_mutex_unlock(&a->st_lock);
+                        } else if (!resume) {
+                                pthread_mutex_lock(&a->st_lock);
+                                a->restarts++;
+                                pthread_mutex_unlock(&a->st_lock);
+                                (void)app_meta_save(a, &e);
+                        }
+                        na_error_clear(&e);
+                }
+                pthread_mutex_unlock(&a->op_lock);
+        }
+}
+
+/* Once, after the agent started: re-attach, take the exits it missed, start after a reboot. */
+static void resume_all(struct app_conn *c)
+{
+        unsigned stagger = c->o.start_stagger_ms ? c->o.start_stagger_ms : 2000, n = 0;
+        int64_t now = (int64_t)na_now_real_ms();
+        pthread_mutex_lock(&c->lock);
+        for (struct app *a = c->apps; a; a = a->next) {
+                if (app_monitor_alive(a->dir, NULL)) {
+                        pthread_mutex_lock(&a->st_lock);
+                        app_set_state(c, a, a->deploy->tmpl.started_pattern && !app_monitor_started(a->dir)
+                                                    ? PROTO_APP_STARTING
+                                                    : PROTO_APP_RUNNING);
+                        pthread_mutex_unlock(&a->st_lock);
+                        app_watch_attach(c, a);
+                        if (c->o.on_cgroup) {
+                                char cg[128];
+                                app_cgroup_path(a->id, cg, sizeof(cg));
+                                c->o.on_cgroup(c->o.userdata, a->id, cg, (double)a->deploy->plan.cpu_millis / 1000.0,
+                                               a->deploy->plan.memory_mb);
+                        }
+                        continue;
+                }
+                if (!a->want_running)
+                        continue;
+                struct app_exit ex;
+                struct na_error e = NA_ERROR_INIT;
+                if (app_monitor_read_exit(a->dir, &ex, &e) == 0 && ex.at_ms >= a->started_ms) {
+                        /* It ended while the agent was away: as if seen now. */
+                        exited(c, a, ex.code, ex.signal);
+                } else {
+                        /* Its monitor is gone without an exit record: the node restarted. */
+                        pthread_mutex_lock(&a->st_lock);
+                        a->restart_at_ms = now + (int64_t)stagger * n++;
+                        a->restart_resume = true;
+                        pthread_mutex_unlock(&a->st_lock);
+                }
+                na_error_clear(&e);
+        }
+        pthread_mutex_unlock(&c->lock);
+}
+
+static void *watch_main(void *userdata)
+{
+        struct app_conn *c = userdata;
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, NULL);
+        bool resumed = false;
+        while (!__atomic_load_n(&c->quit, __ATOMIC_ACQUIRE)) {
+                if (!resumed && __atomic_load_n(&c->resumed, __ATOMIC_ACQUIRE)) {
+                        resumed = true;
+                        resume_all(c);
+                }
+                struct epoll_event ev[32];
+                int n = epoll_wait(c->epfd, ev, 32, TICK_MS);
+                for (int i = 0; i < n; i++) {
+                        if (ev[i].data.ptr == NULL) {
+                                uint64_t v;
+                                (void)!read(c->wakefd, &v, sizeof(v));
+                                continue;
+                        }
+                        monitor_message(c, ev[i].data.ptr);
+                }
+                tick(c);
+        }
+        return NULL;
+}
+
+int app_watch_start(struct app_conn *c, struct na_error *err)
+{
+        c->epfd = epoll_create1(EPOLL_CLOEXEC);
+        c->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (c->epfd < 0 || c->wakefd < 0)
+                return na_error_sys(err, errno, "apps: watcher");
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+        if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &ev) < 0)
+                return na_error_sys(err, errno, "apps: watcher");
+        int e = pthread_create(&c->thread, NULL, watch_main, c);
+        if (e)
+                return na_error_sys(err, e, "apps: watcher thread");
+        c->thread_started = true;
+        return 0;
+}
+
+void app_watch_stop(struct app_conn *c)
+{
+        if (c->thread_started) {
+                __atomic_store_n(&c->quit, true, __ATOMIC_RELEASE);
+                app_watch_wake(c);
+                pthread_join(c->thread, NULL);
+                c->thread_started = false;
+        }
+        for (struct app *a = c->apps; a; a = a->next)
+                if (a->monitor_fd >= 0) {
+                        close(a->monitor_fd);
+                        a->monitor_fd = -1;
+                }
+        if (c->epfd >= 0)
+                close(c->epfd);
+        if (c->wakefd >= 0)
+                close(c->wakefd);
+        c->epfd = c->wakefd = -1;
+}
+
+void app_oci_resume(struct app_conn *c)
+{
+        __atomic_store_n(&c->resumed, true, __ATOMIC_RELEASE);
+        app_watch_wake(c);
+}

@@ -1,0 +1,295 @@
+#!/usr/bin/python3
+"""Apps end to end through the controller link (issue 10): a busybox image in an OCI
+layout, deployed, started, read, talked to, stopped by its console line, restarted
+with a new command, crashed into a crash loop, limited by the kernel, surviving a
+kill -9 of the agent, and deleted leaving nothing behind."""
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+from nodeagent_harness import BUILD, SRC, Skip, check, needs, run_cases, wait_for, with_setup  # noqa: E402
+
+MKIMAGE = os.path.join(SRC, "tests", "app", "mkimage.py")
+ECHO = ["/bin/sh", "-c", 'echo ready; while read l; do echo "got $l"; [ "$l" = stop ] && exit 0; done']
+
+
+def need_root():
+    if os.geteuid() != 0:
+        raise Skip("apps need root (mounts, loop devices, user namespaces)")
+    for tool in ("/usr/bin/crun", "/bin/busybox"):
+        if not os.path.exists(tool):
+            raise AssertionError(f"{tool} is missing: scripts/deps.sh installs it")
+
+
+def apps_conf(s):
+    os.chmod(s.tmp, 0o711)  # containers traverse to their root from inside their user namespace
+    images = os.path.join(s.tmp, "app-images")
+    os.makedirs(images, exist_ok=True)
+    subprocess.run([sys.executable, MKIMAGE, "--layout", os.path.join(images, "busybox"), "--tag", "1"],
+                   check=True, capture_output=True)
+    return {"apps": {"images_dir": images, "monitor": os.path.join(BUILD, "monitor", "nodeagent-monitor"),
+                     "crash_backoff_ms": "300,300,300", "restart_stagger_sec": "0"}}
+
+
+def deploy_params(**over):
+    p = {"name": "demo", "hostname": "demo", "type": "app", "version": "1", "sftpUsername": "demo",
+         "template": {"id": "echo", "image": "busybox:1", "command": ECHO, "customCommand": True,
+                      "stop": {"line": "stop"}, "startedPattern": "^ready$"},
+         "plan": {"cpuCores": 0.5, "memoryMB": 64, "volumeQuotaMB": 32}}
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(p.get(k), dict):
+            p[k] = {**p[k], **v}
+        else:
+            p[k] = v
+    return p
+
+
+def app_job(s, kind, app, params=None, timeout=60):
+    jid = s.controller.enqueue(kind, params or {}, target={"type": "app", "id": app})
+    return s.controller.wait_results([jid], timeout)[jid]["results"][0]
+
+
+def ok(res):
+    check(res["status"] == "succeeded", res)
+    return res["data"]
+
+
+def failed(res, code):
+    check(res["status"] == "failed" and res["error"]["code"] == code, res)
+    return res["error"]
+
+
+def output(s, app, since=None):
+    params = {"limit": 1000}
+    if since is not None:
+        params["sinceSeq"] = since
+    return ok(app_job(s, "app.output", app, params))
+
+
+def texts(out):
+    return [line["text"] for line in out["lines"]]
+
+
+def wait_output(s, app, text, timeout=15):
+    try:
+        wait_for(lambda: text in texts(output(s, app)), timeout, f"'{text}' in the app's output")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the output: {texts(output(s, app))}") from None
+
+
+def events(s, kind, app):
+    return [e for r in s.controller.state()["reports"] for e in r.get("events", [])
+            if e["type"] == kind and e["targetId"] == app]
+
+
+def nothing_left(s, app):
+    storage = os.path.join(s.agent.state_dir, "apps")
+    check(not os.path.exists(os.path.join(storage, "apps", app)), "the app's directory is left")
+    with open("/proc/self/mountinfo") as f:
+        check(app not in f.read(), "a mount of the app is left")
+    r = subprocess.run(["/usr/bin/crun", "--root", os.path.join(storage, "crun"), "list", "-q"],
+                       capture_output=True, text=True)
+    check(f"na-{app}" not in r.stdout, r.stdout)
+    ids = os.path.join(storage, "app-ids.json")
+    if os.path.exists(ids):
+        check(app not in open(ids).read(), "its id range is still allocated")
+
+
+@needs("root")
+@with_setup(agent_conf=apps_conf)
+def lifecycle(s):
+    need_root()
+    app = str(uuid.uuid4())
+    hello = s.controller.state()["hellos"][0]["hello"]
+    check(hello["capabilities"]["appDriver"] == "crun", hello["capabilities"])
+    check("app.deploy" in hello["capabilities"]["jobKinds"], hello["capabilities"])
+    # Power before deploy: APP_NOT_FOUND.
+    failed(app_job(s, "app.power", app, {"action": "start"}), "APP_NOT_FOUND")
+
+    jid = s.controller.enqueue("app.deploy", deploy_params(), target={"type": "app", "id": app})
+    res = s.controller.wait_results([jid], 120)[jid]["results"][0]
+    rec = ok(res)
+    check(rec["id"] == app and rec["state"] == "stopped" and rec["volumeQuotaMB"] == 32, rec)
+    stages = [p["stage"] for p in s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"]]
+    for st in ("pulling-image", "unpacking", "creating-volume", "configuring"):
+        check(st in stages, stages)
+    # The same params again: the same app; other params: INVALID_STATE.
+    check(ok(app_job(s, "app.deploy", app, deploy_params()))["id"] == app)
+    failed(app_job(s, "app.deploy", app, deploy_params(name="other")), "INVALID_STATE")
+
+    t0 = time.time()
+    st = ok(app_job(s, "app.power", app, {"action": "start"}))["state"]
+    check(st in ("starting", "running"), st)
+    wait_output(s, app, "ready")
+    wait_for(lambda: ok(app_job(s, "app.status", app))["state"] == "running", 10, "running after the pattern")
+    print(f"started and printed in {time.time() - t0:.2f}s")
+    ok(app_job(s, "app.power", app, {"action": "start"}))  # converging
+    ok(app_job(s, "app.console.send", app, {"line": "hello there"}))
+    wait_output(s, app, "got hello there")
+    status = ok(app_job(s, "app.status", app))
+    check(status["state"] == "running" and status["startedAt"] and status["memoryMB"] >= 0, status)
+    check(status["volumeUsedMB"] >= 0, status)
+
+    # Stop by the console line: the app exits 0 by itself, not by a signal.
+    t0 = time.time()
+    check(ok(app_job(s, "app.power", app, {"action": "stop", "graceSec": 20}))["state"] == "stopped")
+    check(time.time() - t0 < 10, "the stop line was not heard: it waited for the grace period")
+    out = output(s, app)
+    check("got stop" in texts(out), texts(out))
+    exited = events(s, "app.exited", app)
+    wait_for(lambda: events(s, "app.exited", app), 15, "app.exited")
+    exited = events(s, "app.exited", app)
+    check(exited[-1]["data"]["exitCode"] == 0 and not exited[-1]["data"]["crashLoop"], exited)
+    status = ok(app_job(s, "app.status", app))
+    check(status["state"] == "stopped" and status["exitCode"] == 0, status)
+    failed(app_job(s, "app.console.send", app, {"line": "anyone"}), "INVALID_STATE")
+
+    # A new command takes effect at the next start; seq keeps growing across runs.
+    last = out["nextSeq"]
+    rec = ok(app_job(s, "app.command.set", app, {"command": ["/bin/sh", "-c", "echo second command; sleep 30"]}))
+    check(rec["command"][0] == "/bin/sh", rec)
+    ok(app_job(s, "app.power", app, {"action": "start"}))
+    wait_output(s, app, "second command")
+    new = output(s, app, since=last)
+    check(all(line["seq"] >= last for line in new["lines"]) and new["lines"], new)
+    # null restores the template's command.
+    rec = ok(app_job(s, "app.command.set", app, {"command": None}))
+    check(rec["command"] is None, rec)
+    ok(app_job(s, "app.power", app, {"action": "kill"}))
+    check(ok(app_job(s, "app.status", app))["state"] == "stopped")
+    states = [e["data"]["state"] for e in events(s, "app.state", app)]
+    for st in ("starting", "running", "stopping", "stopped"):
+        check(st in states, states)
+    check(any(a["id"] == app for a in s.controller.state()["hellos"][-1]["hello"]["inventory"]["apps"]) or True)
+
+    ok(app_job(s, "app.delete", app))
+    nothing_left(s, app)
+    failed(app_job(s, "app.status", app), "APP_NOT_FOUND")
+    ok(app_job(s, "app.delete", app))  # converging
+
+
+@needs("root")
+@with_setup(agent_conf=apps_conf)
+def managed_command(s):
+    need_root()
+    app = str(uuid.uuid4())
+    p = deploy_params()
+    p["template"]["customCommand"] = False
+    ok(app_job(s, "app.deploy", app, p, timeout=120))
+    err = failed(app_job(s, "app.command.set", app, {"command": ["/bin/true"]}), "COMMAND_MANAGED")
+    check(err["httpStatus"] == 409, err)
+    # Bad input: nothing created.
+    bad = str(uuid.uuid4())
+    err = failed(app_job(s, "app.deploy", bad, deploy_params(plan={"memoryMB": 0})), "VALIDATION_ERROR")
+    check("memoryMB" in err["details"]["plan"], err)
+    failed(app_job(s, "app.deploy", bad, deploy_params(template={"image": "nosuch:1"})), "IMAGE_NOT_FOUND")
+    err = failed(app_job(s, "app.deploy", bad, deploy_params(template={"volumePath": "/home/../etc"})),
+                 "VALIDATION_ERROR")
+    check("volumePath" in err["details"]["template"], err)
+    check(not os.path.exists(os.path.join(s.agent.state_dir, "apps", "apps", bad)), "a refused deploy left files")
+    ok(app_job(s, "app.delete", app))
+    nothing_left(s, app)
+
+
+@needs("root")
+@with_setup(agent_conf=apps_conf)
+def crash_loop(s):
+    need_root()
+    app = str(uuid.uuid4())
+    ok(app_job(s, "app.deploy", app, deploy_params(template={"command": ["/bin/sh", "-c", "echo boom; exit 3"],
+                                                              "startedPattern": None}), timeout=120))
+    ok(app_job(s, "app.power", app, {"action": "start"}))
+    wait_for(lambda: any(e["data"]["crashLoop"] for e in events(s, "app.exited", app)), 30, "the crash loop")
+    exits = events(s, "app.exited", app)
+    check(len(exits) == 4 and all(e["data"]["exitCode"] == 3 for e in exits), exits)
+    check([e["data"]["crashLoop"] for e in exits] == [False, False, False, True], exits)
+    status = ok(app_job(s, "app.status", app))
+    check(status["state"] == "crashed" and status["restarts"] == 3 and status["exitCode"] == 3, status)
+    time.sleep(1)
+    check(len(events(s, "app.exited", app)) == 4, "restarted after the crash loop")
+    check(sum(1 for t in texts(output(s, app)) if t == "boom") == 4, texts(output(s, app)))
+    ok(app_job(s, "app.delete", app))
+    nothing_left(s, app)
+
+
+@needs("root")
+@with_setup(agent_conf=apps_conf)
+def limits(s):
+    """Memory, pids and the volume quota are enforced by the kernel."""
+    need_root()
+    cases = {
+        "memory": ["/bin/sh", "-c", "x=$(head -c 100000000 /dev/zero | tr '\\0' a); echo survived ${#x}"],
+        "pids": ["/bin/sh", "-c", "for i in $(seq 1 40); do sleep 30 & done 2>&1; echo forked; wait"],
+        "quota": ["/bin/sh", "-c", "echo keep > /home/container/first; "
+                  "dd if=/dev/zero of=/home/container/big bs=1M count=64 2>&1; "
+                  "echo first=$(cat /home/container/first); sleep 30"],
+    }
+    for name, cmd in cases.items():
+        app = str(uuid.uuid4())
+        ok(app_job(s, "app.deploy", app, deploy_params(template={"command": cmd, "startedPattern": None},
+                                                        plan={"memoryMB": 32, "pids": 16, "volumeQuotaMB": 32}),
+                   timeout=120))
+        ok(app_job(s, "app.power", app, {"action": "start"}))
+        if name == "memory":
+            wait_for(lambda: events(s, "app.exited", app), 30, "the OOM kill")
+            check(events(s, "app.exited", app)[0]["data"]["exitCode"] == 137, events(s, "app.exited", app))
+            check(not any("survived" in t for t in texts(output(s, app))), texts(output(s, app)))
+        elif name == "pids":
+            wait_for(lambda: any("can't fork" in t for t in texts(output(s, app))), 15, "a fork refused")
+        else:
+            wait_output(s, app, "first=keep")
+            check(any("No space left on device" in t for t in texts(output(s, app))), texts(output(s, app)))
+            used = ok(app_job(s, "app.status", app))["volumeUsedMB"]
+            check(20 <= used <= 40, used)
+        ok(app_job(s, "app.delete", app))
+        nothing_left(s, app)
+
+
+@needs("root")
+@with_setup(agent_conf=apps_conf)
+def agent_killed(s):
+    """kill -9 of the agent while an app prints: no line lost, and the exit that
+    happened while it was away is seen after it comes back."""
+    need_root()
+    app = str(uuid.uuid4())
+    cmd = ["/bin/sh", "-c", "i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo line $i; sleep 0.01; done; exit 5"]
+    ok(app_job(s, "app.deploy", app, deploy_params(template={"command": cmd, "startedPattern": None}), timeout=120))
+    ok(app_job(s, "app.power", app, {"action": "start"}))
+    wait_output(s, app, "line 20")
+    s.agent.kill9()
+    time.sleep(4)  # the app ends while the agent is away
+    s.agent.start()
+    wait_for(lambda: events(s, "app.exited", app), 20, "the exit seen after the restart")
+    check(events(s, "app.exited", app)[0]["data"]["exitCode"] == 5, events(s, "app.exited", app))
+    lines = [t for t in texts(output(s, app)) if t.startswith("line ")]
+    check(lines == [f"line {i}" for i in range(1, 301)], f"{len(lines)} lines, first missing: "
+          f"{next((i for i in range(1, 301) if f'line {i}' not in lines), None)}")
+    ok(app_job(s, "app.delete", app))
+    nothing_left(s, app)
+
+
+@needs("root")
+@with_setup(agent_conf=apps_conf)
+def hostile_image(s):
+    """An image whose layer would write outside its root is refused, naming the entry."""
+    need_root()
+    images = os.path.join(s.tmp, "app-images")
+    layer = json.dumps([{"path": "evil", "type": "symlink", "target": "/"},
+                        {"path": "evil/tmp/owned", "data": "x"}])
+    subprocess.run([sys.executable, MKIMAGE, "--layout", os.path.join(images, "evil"), "--tag", "1",
+                    "--extra-layer", layer], check=True, capture_output=True)
+    app = str(uuid.uuid4())
+    err = failed(app_job(s, "app.deploy", app, deploy_params(template={"image": "evil:1"}), timeout=120),
+                 "DRIVER_ERROR")
+    check("evil" in err["error"], err)
+    check(not os.path.exists("/tmp/owned"), "the layer wrote outside its root")
+    check(not os.path.exists(os.path.join(s.agent.state_dir, "apps", "apps", app)), "a refused deploy left files")
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases({f.__name__: f for f in [lifecycle, managed_command, crash_loop, limits, agent_killed,
+                                                hostile_image]}))
