@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 
 #include "agent/workers.h"
 #include "common/json-cleanup.h"
@@ -14,6 +15,7 @@
 
 #define APPS_THREADS 2
 #define APPS_MAX_IN_FLIGHT 32
+#define APPS_CLOSE_WAIT_SEC 5 /* control_apps_free: how long a driver call may hold up the exit */
 
 struct app_request {
         struct control_apps *ca;
@@ -36,9 +38,20 @@ struct control_apps {
         control_apps_answer_fn answer;
         void *userdata;
         pthread_mutex_t lock;
+        pthread_cond_t idle;          /* running went to 0 */
         struct app_request *requests; /* every request not delivered yet (under lock) */
+        unsigned running;             /* requests inside the driver (under lock) */
+        bool stopping;                /* control_apps_free began (under lock) */
         unsigned in_flight;           /* loop thread */
 };
+
+static bool stopping(struct control_apps *ca)
+{
+        pthread_mutex_lock(&ca->lock);
+        bool s = ca->stopping;
+        pthread_mutex_unlock(&ca->lock);
+        return s;
+}
 
 static json_t *error_answer(const struct na_error *e)
 {
@@ -68,6 +81,8 @@ static json_t *apps_rows(struct app_request *r)
         size_t i;
         json_t *item;
         json_array_foreach(inventory, i, item) {
+                if (stopping(r->ca))
+                        return message_answer("the agent is stopping");
                 const char *id = json_string_value(json_object_get(item, "id"));
                 if (!id)
                         continue;
@@ -118,12 +133,18 @@ static void request_run(void *userdata)
 {
         struct app_request *r = userdata;
         struct control_apps *ca = r->ca;
-        json_t *answer = r->logs ? logs_answer(r) : apps_rows(r);
+        pthread_mutex_lock(&ca->lock);
+        bool skip = ca->stopping;
+        ca->running += !skip;
+        pthread_mutex_unlock(&ca->lock);
+        json_t *answer = skip ? message_answer("the agent is stopping") : r->logs ? logs_answer(r) : apps_rows(r);
         if (!answer)
                 answer = message_answer("out of memory");
         pthread_mutex_lock(&ca->lock);
         r->answer = answer;
         r->done = true;
+        if (!skip && --ca->running == 0)
+                pthread_cond_broadcast(&ca->idle);
         pthread_mutex_unlock(&ca->lock);
         uint64_t one = 1;
         (void)!write(ca->efd, &one, sizeof(one));
@@ -217,6 +238,11 @@ int control_apps_new(struct loop *loop, control_apps_answer_fn answer, void *use
         ca->answer = answer;
         ca->userdata = userdata;
         pthread_mutex_init(&ca->lock, NULL);
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&ca->idle, &attr);
+        pthread_condattr_destroy(&attr);
         ca->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (ca->efd < 0) {
                 int r = na_error_sys(err, errno, "control socket: app requests: eventfd");
@@ -238,6 +264,24 @@ void control_apps_free(struct control_apps *ca)
 {
         if (!ca)
                 return;
+        /* Driver calls under way get a few seconds (apps stops between two apps). */
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += APPS_CLOSE_WAIT_SEC;
+        pthread_mutex_lock(&ca->lock);
+        ca->stopping = true;
+        while (ca->running > 0 && pthread_cond_timedwait(&ca->idle, &ca->lock, &deadline) == 0)
+                ;
+        bool stuck = ca->running > 0;
+        pthread_mutex_unlock(&ca->lock);
+        if (ca->efd >= 0)
+                loop_unwatch(ca->loop, ca->efd);
+        if (stuck) {
+                /* A thread stuck in the driver is left to the process exit, and so is
+                 * what it may still touch (ca, its request, the eventfd). */
+                workers_free(ca->workers, false);
+                return;
+        }
         /* Joined: no worker touches a request any more; those never started were dropped. */
         workers_free(ca->workers, true);
         while (ca->requests) {
@@ -246,10 +290,9 @@ void control_apps_free(struct control_apps *ca)
                 json_decref(r->answer);
                 free(r);
         }
-        if (ca->efd >= 0) {
-                loop_unwatch(ca->loop, ca->efd);
+        if (ca->efd >= 0)
                 close(ca->efd);
-        }
+        pthread_cond_destroy(&ca->idle);
         pthread_mutex_destroy(&ca->lock);
         free(ca);
 }

@@ -31,7 +31,11 @@ typedef void (*control_apps_answer_fn)(void *userdata, uint64_t conn_id, json_t 
 
 int control_apps_new(struct loop *loop, control_apps_answer_fn answer, void *userdata, struct control_apps **ret,
                      struct na_error *err);
-/* Waits for the requests under way; answers not delivered yet are dropped. NULL-safe. */
+/*
+ * Waits for the driver calls under way (an apps listing stops between two apps), at
+ * most 5 s: a thread still stuck in the driver then is left to the process exit
+ * with what it uses. Answers not delivered yet are dropped. NULL-safe.
+ */
 void control_apps_free(struct control_apps *ca);
 
 /* True for the commands this module answers ("apps", "logs"). */
