@@ -181,6 +181,18 @@ def control_socket(s):
     check(r.returncode == 3 and "cannot reach the agent" in r.stderr, r)
 
 
+@with_setup(agent_conf={"apps": {"enabled": "false"}})
+def ctl_apps_off(s):
+    """nodeagentctl apps and logs with [apps] enabled = false: a clear message, exit 1
+    (logs -f too, at once); an app id that is not a UUID is refused before asking."""
+    for args in (["apps"], ["apps", "--json"], ["logs", NODE], ["logs", "-f", NODE]):
+        r = s.agent.ctl(*args, check=False)
+        check(r.returncode == 1 and "apps are not enabled on this node" in r.stderr and r.stdout == "", r)
+    r = s.agent.ctl("logs", "../etc/passwd", check=False)
+    check(r.returncode == 2 and "is not an app id" in r.stderr, r)
+    check(s.agent.status()["pid"] == s.agent.proc.pid)
+
+
 @with_setup()
 def sighup_reload(s):
     """SIGHUP re-reads the log level and the token; running jobs are untouched."""
@@ -271,4 +283,4 @@ def prometheus():
 
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [check_config, sigterm_drain, drain_timeout, refusals, control_socket,
-                                                 sighup_reload, notify, prometheus]}))
+                                                 ctl_apps_off, sighup_reload, notify, prometheus]}))
