@@ -356,7 +356,7 @@ static int run_logs(const char *socket_path, const struct logs_args *a)
         int rc = 0;
         int64_t next = a->since, left = a->lines;
         bool tail = a->since < 0, page_full = false, first = true;
-        if (tail && a->lines > LOGS_PAGE && !a->as_json) {
+        if (tail && a->lines > LOGS_PAGE && !(a->as_json && !a->follow)) {
                 /* More than one answer holds: learn where the output ends, then read forward. */
                 _cleanup_json_ json_t *req = json_pack("{s:s, s:s, s:i}", "cmd", "logs", "app", a->app, "limit", 1);
                 _cleanup_json_ json_t *ans = conn_call(&c, socket_path, req);
