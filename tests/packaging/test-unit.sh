@@ -3,12 +3,18 @@
 #  - every setting has a comment line right above it (or continues a run of the same key);
 #  - the settings the daemon relies on are there with the right values, and the ones
 #    deliberately left out are absent and explained;
+#  - apps (docs/apps-on-systemd.md): no option that gives the service a mount
+#    namespace of its own (the agent's mounts must be the host's, seen by the next
+#    instance after a restart), KillMode=process and Delegate=yes (monitors and
+#    containers outlive the agent), exactly the documented capabilities, the
+#    namespaces crun makes, loop devices only, and no system call the app work
+#    makes refused;
 #  - TimeoutStopSec leaves room for the default drain_timeout_sec plus the grace;
 #  - its SystemCallFilter refuses at least every call agent/sandbox.c refuses;
 #  - `systemd-analyze verify` accepts it without a word, on a copy whose ExecStart
 #    names the built daemon and with the built man pages on MANPATH (the unit's
 #    Documentation= lines are checked too);
-#  - `systemd-analyze security --offline=yes` rates it (figure printed, must stay < 4.0).
+#  - `systemd-analyze security --offline=yes` rates it (figure printed, must stay <= 6.5).
 . "$(dirname "$0")/lib.sh"
 
 : "${NA_NODEAGENTD:?NA_NODEAGENTD not set}"
@@ -39,38 +45,63 @@ expect() {
 expect Type notify
 expect NotifyAccess main
 expect Restart on-failure
-expect KillMode mixed
+expect KillMode process
+expect Delegate yes
+expect OOMPolicy continue
 expect StateDirectory nodeagent
 expect StateDirectoryMode 0711
 expect RuntimeDirectory nodeagent
 expect ConfigurationDirectory nodeagent
-expect ProtectSystem strict
-expect ProtectHome yes
-expect PrivateTmp yes
 expect NoNewPrivileges yes
 expect RestrictAddressFamilies "AF_UNIX AF_INET AF_INET6 AF_NETLINK"
-expect LockPersonality yes
+expect RestrictNamespaces "user mnt pid ipc uts net cgroup"
 expect RestrictRealtime yes
-expect ProtectKernelModules yes
-expect ProtectKernelLogs yes
-expect SystemCallArchitectures native
+expect DevicePolicy closed
+expect DeviceAllow "/dev/loop-control rw block-loop rw"
+expect SystemCallErrorNumber EPERM
 expect RestartPreventExitStatus 2
 expect ExecStart "/usr/sbin/nodeagentd -c /etc/nodeagent/nodeagent.conf"
 expect WantedBy multi-user.target
-case " $(value_of CapabilityBoundingSet) " in
-*" CAP_NET_ADMIN "*) ;;
-*) fail "CapabilityBoundingSet lacks CAP_NET_ADMIN (nftables)" ;;
-esac
-for cap in CAP_SYS_ADMIN CAP_SYS_MODULE CAP_SYS_TIME CAP_SYS_PTRACE CAP_SYS_RAWIO CAP_SETUID; do
-	case " $(value_of CapabilityBoundingSet) " in
+grep -qx 'After=modprobe@loop.service' "$UNIT" && grep -qx 'Wants=modprobe@loop.service' "$UNIT" ||
+	fail "the unit does not load the loop driver first (modprobe@loop.service): DeviceAllow=block-loop would name nothing"
+
+# Capabilities: exactly the documented set, each with its line in the comment above.
+want_caps="CAP_CHOWN CAP_DAC_OVERRIDE CAP_FOWNER CAP_NET_ADMIN CAP_SETGID CAP_SETUID CAP_SYS_ADMIN"
+got_caps=$(value_of CapabilityBoundingSet | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')
+[ "$got_caps" = "$want_caps" ] || fail "CapabilityBoundingSet is '$got_caps', want '$want_caps' (widen it on purpose: unit comment, this list, docs/apps-on-systemd.md)"
+for cap in $got_caps; do
+	grep -Eq "^#   (CAP_[A-Z_]+, )*$cap([ ,]|$)" "$UNIT" || fail "$cap is kept but the unit's comment does not say why (a '#   $cap ...' line)"
+done
+for cap in CAP_SYS_MODULE CAP_SYS_TIME CAP_SYS_PTRACE CAP_SYS_RAWIO CAP_SYS_BOOT CAP_MKNOD CAP_SYS_CHROOT CAP_NET_RAW CAP_BPF; do
+	case " $got_caps " in
 	*" $cap "*) fail "CapabilityBoundingSet keeps $cap" ;;
 	esac
 done
-# Options that would break libvirt, devices, cgroups or the controller: absent, explained.
-for opt in PrivateDevices ProtectControlGroups PrivateNetwork PrivateUsers ProtectClock; do
-	grep -q "^$opt=" "$UNIT" && fail "$opt= is set; it breaks the agent (see the unit's comments)"
+
+# No mount namespace of its own (docs/apps-on-systemd.md): the agent's loop-mounted
+# volumes and overlay roots must be the host's, or the next agent after a restart
+# would not see them (and would mount a volume's image a second time, corrupting it).
+# The options that make systemd set one up (exec_needs_mount_namespace()), whatever
+# their value: refused outright, so that a later edit cannot slip one in.
+mountns_opts="ProtectSystem ProtectHome PrivateTmp PrivateDevices PrivateMounts ProtectKernelTunables
+ProtectKernelModules ProtectKernelLogs ProtectControlGroups ProtectProc ProcSubset ReadWritePaths
+ReadOnlyPaths InaccessiblePaths ExecPaths NoExecPaths TemporaryFileSystem BindPaths BindReadOnlyPaths
+RootDirectory RootImage MountImages ExtensionImages ExtensionDirectories PrivateIPC IPCNamespacePath
+MountAPIVFS LogNamespace DynamicUser MountFlags"
+for opt in $mountns_opts; do
+	grep -q "^$opt=" "$UNIT" &&
+		fail "$opt= is set: it gives the service a mount namespace of its own, and the agent's mounts would vanish for the next instance (docs/apps-on-systemd.md)"
+done
+for opt in ProtectSystem ProtectHome PrivateTmp PrivateMounts ProtectKernelTunables ProtectKernelModules ProtectKernelLogs ProtectProc; do
+	grep -q "^#.*$opt=" "$UNIT" || fail "$opt= was given up for apps but the unit does not say what was lost"
+done
+# Options that would break the agent or its apps: absent, explained.
+for opt in PrivateDevices ProtectControlGroups PrivateNetwork PrivateUsers ProtectClock \
+	SystemCallArchitectures MemoryDenyWriteExecute LockPersonality ProtectHostname RestrictSUIDSGID; do
+	grep -q "^$opt=" "$UNIT" && fail "$opt= is set; it breaks the agent or its apps (see the unit's comments)"
 	grep -q "^#.*$opt=" "$UNIT" || fail "$opt= is not set but the unit does not say why"
 done
+[ "$failures" -eq 0 ] && info "no mount namespace option; KillMode=process, Delegate=yes; capabilities: $got_caps"
 
 # 3. Stop timeout above drain_timeout_sec's default plus the daemon's grace.
 to_sec() {
@@ -117,6 +148,22 @@ else
 	fail "SystemCallFilter does not refuse what agent/sandbox.c refuses: $missing"
 fi
 
+# 4b. Nothing the app work calls is refused (apps inherit the filter, and the agent,
+# the monitor and crun need these): mounts, namespaces, pivot_root, idmapped mounts,
+# the device cgroup's BPF program crun loads on cgroup v2, the keyring crun makes,
+# the host name crun sets, the personalities the apps' profile allows.
+app_calls="mount umount2 mount_setattr open_tree move_mount fsopen fsconfig fsmount pivot_root chroot
+unshare setns clone clone3 bpf keyctl sethostname personality prctl seccomp capset setresuid setgroups"
+refused=""
+for c in $app_calls; do
+	grep -qx "$c" "$SCRATCH/unit-denied" && refused="$refused $c"
+done
+if [ -n "$refused" ]; then
+	fail "SystemCallFilter refuses what the app work needs:$refused"
+else
+	info "SystemCallFilter lets the app work's calls through: $(echo $app_calls)"
+fi
+
 # 5. systemd-analyze verify, silent.
 [ -x "$NA_NODEAGENTD" ] || die "$NA_NODEAGENTD is not built"
 mkdir -p "$SCRATCH/unit" "$SCRATCH/man/man5" "$SCRATCH/man/man8"
@@ -146,7 +193,10 @@ if systemd-analyze security --offline=yes "$SCRATCH/unit/nodeagent.service" >"$S
 		fail "systemd-analyze security printed no exposure level: $(tail -3 "$SCRATCH/security")"
 	else
 		info "systemd-analyze security --offline=yes: exposure $level (0 = locked down, 10 = unprotected)"
-		awk -v l="$level" 'BEGIN { exit !(l < 4.0) }' || fail "exposure level $level is not below 4.0"
+		# 2.9 before apps; 6.4 with what apps need (CAP_SYS_ADMIN, no mount namespace, so
+		# no ProtectSystem/ProtectHome/PrivateTmp/ProtectProc...).  The ceiling is just
+		# above that: a further widening must be made on purpose, here too.
+		awk -v l="$level" 'BEGIN { exit !(l <= 6.5) }' || fail "exposure level $level is above 6.5"
 	fi
 else
 	info "systemd-analyze security --offline is not supported here; rating skipped"
