@@ -37,8 +37,10 @@ static int begin(struct job_ctx *ctx, struct app_job *j, struct na_error *err)
         const struct agent_services *s = job_services(ctx);
         j->id = job_target_id(ctx);
         if (!s || !s->app) {
-                na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: apps are not enabled on this node", j->id);
-                na_error_detail(err, "reason", json_string("no container runtime on this node"));
+                const char *why = s && s->apps_off_reason[0] ? s->apps_off_reason : "no container runtime";
+                na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: apps are off on this node: %s", j->id[0] ? j->id : "-",
+                             why);
+                na_error_detail(err, "reason", json_string(why));
                 return -ENOTSUP;
         }
         j->app = s->app;

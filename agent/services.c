@@ -181,15 +181,15 @@ static bool find_on_path(const char *name, char *buf, size_t len)
 static int open_apps(struct agent_services *s, struct na_error *err)
 {
         const struct agent_config *cfg = s->config;
-        if (!cfg->apps_enabled)
+        if (!cfg->apps_enabled) {
+                snprintf(s->apps_off_reason, sizeof(s->apps_off_reason), "[apps] enabled = false");
                 return 0;
+        }
         static char runtime[PATH_MAX], monitor[PATH_MAX];
         if (cfg->apps_runtime)
                 snprintf(runtime, sizeof(runtime), "%s", cfg->apps_runtime);
-        else if (!find_on_path("crun", runtime, sizeof(runtime))) {
-                log_warn("apps: no crun on PATH; apps are off on this node (install crun, or set [apps] runtime)");
-                return 0;
-        }
+        else if (!find_on_path("crun", runtime, sizeof(runtime)))
+                return na_error_set(err, ENOENT, NA_E_INTERNAL, "no crun on PATH (install crun, or set [apps] runtime)");
         if (access(runtime, X_OK) < 0)
                 return na_error_set(err, ENOENT, NA_E_INTERNAL, "[apps] runtime %s: %s", runtime, strerror(errno));
         if (cfg->apps_monitor)
@@ -270,8 +270,16 @@ int services_open(struct agent_services *s, struct na_error *err)
         int r = open_vm(s, err);
         if (r >= 0)
                 r = open_firewall(s, err);
-        if (r >= 0)
-                r = open_apps(s, err);
+        if (r >= 0) {
+                /* Apps that cannot open do not take servers, the firewall and metrics down
+                 * with them: they are off, and app jobs say why. */
+                struct na_error aerr = NA_ERROR_INIT;
+                if (open_apps(s, &aerr) < 0) {
+                        log_error("apps are off on this node: %s", aerr.message);
+                        snprintf(s->apps_off_reason, sizeof(s->apps_off_reason), "%s", aerr.message);
+                }
+                na_error_clear(&aerr);
+        }
         if (r >= 0)
                 r = open_metrics(s, err);
         if (r < 0)

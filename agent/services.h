@@ -27,6 +27,7 @@ struct agent_services {
         struct vm_conn *vm_conn;
         const struct app_driver *app; /* drivers/app.h; NULL when apps are off or no runtime is found */
         struct app_conn *app_conn;
+        char apps_off_reason[512];    /* why app is NULL, for app jobs' errors */
         struct fw *fw;              /* firewall/; NULL when [firewall] enabled = false */
         struct metrics *metrics;    /* metrics/ */
 

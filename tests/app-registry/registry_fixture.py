@@ -2,6 +2,7 @@
 from the test CA, optionally htpasswd or token auth), images pushed into it with skopeo,
 a token service signing JWTs (python3-cryptography) and a TCP proxy that cuts a
 connection. Everything started here is stopped by close()."""
+from nodeagent_harness import check  # noqa: E402
 import base64
 import gzip
 import hashlib
@@ -229,7 +230,7 @@ class Registry:
             args += ["--format", fmt]
         args += [f"oci:{layout}:{tag}", f"docker://{self.host}/{dest}"]
         r = subprocess.run(args, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, f"skopeo copy to {dest}: {r.stderr}"
+        check(r.returncode == 0, f"skopeo copy to {dest}: {r.stderr}")
 
     def request(self, method, path, body=None, headers=None):
         req = urllib.request.Request(self.url + path, data=body, method=method, headers=headers or {})
@@ -242,7 +243,7 @@ class Registry:
 
     def put_manifest(self, name, ref, media_type, body):
         status, headers, _ = self.request("PUT", f"/v2/{name}/manifests/{ref}", body, {"Content-Type": media_type})
-        assert status == 201, status
+        check(status == 201, status)
         return headers.get("Docker-Content-Digest")
 
     def blob_path(self, digest):

@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 import registry_fixture as fx  # noqa: E402
-from nodeagent_harness import SRC, certs_dir  # noqa: E402
+from nodeagent_harness import SRC, certs_dir, check  # noqa: E402
 
 TOOL = None
 
@@ -44,14 +44,14 @@ def pull(images, image, url, ca=None, user=None, password=None, insecure=False, 
         args += ["--stop-at", str(stop_at)]
     r = subprocess.run(args + [images, image], capture_output=True, text=True, timeout=120)
     out = json.loads(r.stdout)
-    assert (r.returncode == 0) == ("digest" in out), (r.returncode, r.stdout, r.stderr)
+    check((r.returncode == 0) == ("digest" in out), (r.returncode, r.stdout, r.stderr))
     return out, r.stderr
 
 
 def fails(out, code, reason=None):
-    assert out.get("code") == code, out
+    check(out.get("code") == code, out)
     if reason:
-        assert out.get("details", {}).get("reason") == reason, out
+        check(out.get("details", {}).get("reason") == reason, out)
     return out
 
 
@@ -61,24 +61,24 @@ def check_layout(layout, tag, digest):
     blobs = os.path.join(layout, "blobs", "sha256")
     names = os.listdir(blobs)
     for n in names:
-        assert not n.startswith("."), f"temporary file left: {n}"
+        check(not n.startswith("."), f"temporary file left: {n}")
         with open(os.path.join(blobs, n), "rb") as f:
-            assert hashlib.sha256(f.read()).hexdigest() == n, f"blob {n} does not match its digest"
+            check(hashlib.sha256(f.read()).hexdigest() == n, f"blob {n} does not match its digest")
     with open(os.path.join(layout, "oci-layout")) as f:
-        assert json.load(f)["imageLayoutVersion"] == "1.0.0"
+        check(json.load(f)["imageLayoutVersion"] == "1.0.0")
     with open(os.path.join(layout, "index.json")) as f:
         index = json.load(f)
     entries = [m for m in index["manifests"] if m["digest"] == digest]
     if tag:
-        assert [m for m in index["manifests"] if m.get("annotations", {}).get(fx.REF_NAME) == tag] == entries, index
-    assert len(entries) == 1, index
+        check([m for m in index["manifests"] if m.get("annotations", {}).get(fx.REF_NAME) == tag] == entries, index)
+    check(len(entries) == 1, index)
     with open(os.path.join(blobs, digest.split(":")[1]), "rb") as f:
         raw = f.read()
-    assert entries[0]["size"] == len(raw)
+    check(entries[0]["size"] == len(raw))
     manifest = json.loads(raw)
-    assert entries[0]["mediaType"] == manifest["mediaType"]
+    check(entries[0]["mediaType"] == manifest["mediaType"])
     for d in [manifest["config"]] + manifest["layers"]:
-        assert d["digest"].split(":")[1] in names, f"{d['digest']} missing"
+        check(d["digest"].split(":")[1] in names, f"{d['digest']} missing")
     return manifest
 
 
@@ -132,21 +132,21 @@ def case_tag_and_digest(env):
     images = env.images("a")
     out, progress = pull(images, "test/app:1.0", reg.url, ca=env.ca, resolve=True)
     # The store's reader (app_image_resolve, every layer hashed) finds the same image.
-    assert out.pop("resolved") == out["digest"] and out.pop("resolvedBytes") == out["bytes"], out
+    check(out.pop("resolved") == out["digest"] and out.pop("resolvedBytes") == out["bytes"], out)
     layout = os.path.join(images, "test", "app")
     m = check_layout(layout, "1.0", out["digest"])
-    assert m["mediaType"] == fx.OCI_MANIFEST
-    assert out["bytes"] == sum(d["size"] for d in [m["config"]] + m["layers"]) + \
-        os.path.getsize(os.path.join(layout, "blobs", "sha256", out["digest"][7:]))
-    assert "pulling-image 100 " in progress and " of " in progress, progress
+    check(m["mediaType"] == fx.OCI_MANIFEST)
+    check(out["bytes"] == sum(d["size"] for d in [m["config"]] + m["layers"]) + \
+        os.path.getsize(os.path.join(layout, "blobs", "sha256", out["digest"][7:])))
+    check("pulling-image 100 " in progress and " of " in progress, progress)
     # skopeo reads what we wrote.
     r = subprocess.run([fx.SKOPEO, "inspect", "--raw", f"oci:{layout}:1.0"], capture_output=True, timeout=60)
-    assert r.returncode == 0 and hashlib.sha256(r.stdout).hexdigest() == out["digest"][7:], r.stderr
+    check(r.returncode == 0 and hashlib.sha256(r.stdout).hexdigest() == out["digest"][7:], r.stderr)
 
     # Again: nothing is downloaded again (same files), the entry stays single.
     before = inodes(layout)
     again, _ = pull(images, "test/app:1.0", reg.url, ca=env.ca)
-    assert again == out and inodes(layout) == before
+    check(again == out and inodes(layout) == before)
     check_layout(layout, "1.0", out["digest"])
 
     # A blob damaged in the store is fetched again.
@@ -158,19 +158,19 @@ def case_tag_and_digest(env):
 
     # The Docker schema 2 form of the same image, as a second tag of the layout.
     docker, _ = pull(images, "test/app:docker", reg.url, ca=env.ca, resolve=True)
-    assert docker["resolved"] == docker["digest"], docker
+    check(docker["resolved"] == docker["digest"], docker)
     dm = check_layout(layout, "docker", docker["digest"])
-    assert dm["mediaType"] == fx.DOCKER_MANIFEST
+    check(dm["mediaType"] == fx.DOCKER_MANIFEST)
     check_layout(layout, "1.0", out["digest"])
 
     # By digest into a fresh store: the entry has no tag.
     images2 = env.images("b")
     by_digest, _ = pull(images2, "test/app@" + out["digest"], reg.url, ca=env.ca, resolve=True)
-    assert by_digest.pop("resolved") == out["digest"] and by_digest.pop("resolvedBytes") == out["bytes"]
-    assert by_digest == out
+    check(by_digest.pop("resolved") == out["digest"] and by_digest.pop("resolvedBytes") == out["bytes"])
+    check(by_digest == out)
     check_layout(os.path.join(images2, "test", "app"), None, out["digest"])
     with open(os.path.join(images2, "test", "app", "index.json")) as f:
-        assert "annotations" not in json.load(f)["manifests"][0]
+        check("annotations" not in json.load(f)["manifests"][0])
 
     # A digest the registry does not have, and a path prefix in the URL that is not a registry.
     fails(pull(images2, "test/app@sha256:" + "0" * 64, reg.url, ca=env.ca)[0], "IMAGE_NOT_FOUND")
@@ -186,7 +186,7 @@ def _push_index(reg, name, tag, media_type, children):
                         "platform": {"architecture": arch, "os": "linux"}})
     body = json.dumps({"schemaVersion": 2, "mediaType": media_type, "manifests": entries}).encode()
     digest = reg.put_manifest(name, tag, media_type, body)
-    assert digest == "sha256:" + hashlib.sha256(body).hexdigest()
+    check(digest == "sha256:" + hashlib.sha256(body).hexdigest())
     return digest, {e["platform"]["architecture"]: e["digest"] for e in entries}
 
 
@@ -204,30 +204,30 @@ def case_index(env):
         images = env.images(tag)
         layout = os.path.join(images, "test", "multi")
         out, _ = pull(images, f"test/multi:{tag}", reg.url, ca=env.ca, resolve=True)
-        assert out["digest"] == by_arch["amd64"] and out.pop("resolved") == out["digest"], (out, by_arch)
+        check(out["digest"] == by_arch["amd64"] and out.pop("resolved") == out["digest"], (out, by_arch))
         out.pop("resolvedBytes")
         m = check_layout(layout, tag, out["digest"])
         with open(os.path.join(layout, "blobs", "sha256", m["config"]["digest"][7:])) as f:
-            assert json.load(f)["architecture"] == "amd64"
+            check(json.load(f)["architecture"] == "amd64")
         blobs = os.listdir(os.path.join(layout, "blobs", "sha256"))
-        assert by_arch["arm64"][7:] not in blobs
-        assert idx[7:] in blobs  # the index itself is kept
+        check(by_arch["arm64"][7:] not in blobs)
+        check(idx[7:] in blobs)  # the index itself is kept
         # By the index's digest: the same image; the entry (without a tag) names the index,
         # so "test/multi@<index digest>" resolves in the layout.
         images2 = env.images(tag + "-digest")
         layout2 = os.path.join(images2, "test", "multi")
         out2, _ = pull(images2, f"test/multi@{idx}", reg.url, ca=env.ca, resolve=True)
-        assert out2.pop("resolved") == out["digest"], out2  # the reader picks the same platform manifest
+        check(out2.pop("resolved") == out["digest"], out2)  # the reader picks the same platform manifest
         out2.pop("resolvedBytes")
-        assert out2 == out
+        check(out2 == out)
         with open(os.path.join(layout2, "index.json")) as f:
             entries = json.load(f)["manifests"]
-        assert [(e["digest"], e["mediaType"], "annotations" in e) for e in entries] == [(idx, media, False)], entries
+        check([(e["digest"], e["mediaType"], "annotations" in e) for e in entries] == [(idx, media, False)], entries)
         blobs = os.listdir(os.path.join(layout2, "blobs", "sha256"))
-        assert idx[7:] in blobs and out["digest"][7:] in blobs and by_arch["arm64"][7:] not in blobs
+        check(idx[7:] in blobs and out["digest"][7:] in blobs and by_arch["arm64"][7:] not in blobs)
         for name in blobs:
             with open(os.path.join(layout2, "blobs", "sha256", name), "rb") as f:
-                assert hashlib.sha256(f.read()).hexdigest() == name
+                check(hashlib.sha256(f.read()).hexdigest() == name)
 
 
 def case_not_found(env):
@@ -236,11 +236,11 @@ def case_not_found(env):
     images = env.images("a")
     for image in ("test/app:nope", "nosuch/repo:1.0"):
         out = fails(pull(images, image, reg.url, ca=env.ca)[0], "IMAGE_NOT_FOUND")
-        assert image in out["error"] and reg.url in out["error"], out
-        assert out["details"]["image"] == image and out["details"]["registry"] == reg.url
-        assert out["httpStatus"] == 404
-    assert not os.path.exists(os.path.join(images, "test")), os.listdir(images)
-    assert not os.path.exists(os.path.join(images, "nosuch"))
+        check(image in out["error"] and reg.url in out["error"], out)
+        check(out["details"]["image"] == image and out["details"]["registry"] == reg.url)
+        check(out["httpStatus"] == 404)
+    check(not os.path.exists(os.path.join(images, "test")), "a refused pull left the layout")
+    check(not os.path.exists(os.path.join(images, "nosuch")))
 
 
 def case_tls(env):
@@ -249,9 +249,9 @@ def case_tls(env):
     images = env.images("a")
     # An unrelated CA, and the system's bundle: both refuse the test CA's certificate.
     out = fails(pull(images, "test/app:1.0", reg.url, ca=os.path.join(env.certs, "other-ca.pem"))[0], "DRIVER_ERROR", "tls")
-    assert reg.url in out["error"] and "test/app:1.0" in out["error"], out
+    check(reg.url in out["error"] and "test/app:1.0" in out["error"], out)
     fails(pull(images, "test/app:1.0", reg.url)[0], "DRIVER_ERROR", "tls")
-    assert not os.path.exists(os.path.join(images, "test"))
+    check(not os.path.exists(os.path.join(images, "test")))
     # Plain http: refused without the option, and refused to a host that is not loopback.
     plain = env.registry("plain", tls=False)
     plain.push(env.layout("b", "1.0", big=1024), "1.0", "test/app:1.0")
@@ -271,11 +271,11 @@ def case_basic_auth(env):
     reg.push(env.layout("a", "1.0", big=1024), "1.0", "test/app:1.0", creds="puller:s3cret:with colon")
     images = env.images("a")
     out = fails(pull(images, "test/app:1.0", reg.url, ca=env.ca)[0], "DRIVER_ERROR", "unauthorized")
-    assert "none are configured" in out["error"], out
+    check("none are configured" in out["error"], out)
     out = fails(pull(images, "test/app:1.0", reg.url, ca=env.ca, user="puller", password="wrong")[0],
                 "DRIVER_ERROR", "unauthorized")
-    assert "test/app:1.0" in out["error"] and reg.url in out["error"]
-    assert not os.path.exists(os.path.join(images, "test"))
+    check("test/app:1.0" in out["error"] and reg.url in out["error"])
+    check(not os.path.exists(os.path.join(images, "test")))
     fails(pull(images, "test/app:1.0", reg.url, ca=env.ca, user="pul:ler", password="x")[0], "VALIDATION_ERROR")
     out, _ = pull(images, "test/app:1.0", reg.url, ca=env.ca, user="puller", password="s3cret:with colon")
     check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
@@ -293,13 +293,13 @@ def case_token_auth(env):
     token.requests.clear()
     out, _ = pull(images, "test/app:1.0", reg.url, ca=env.ca, user="puller", password="pw")
     check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
-    assert token.requests and all(a and a.startswith("Basic ") for _, a in token.requests), token.requests
-    assert "scope=repository%3Atest%2Fapp%3Apull" in token.requests[0][0], token.requests
+    check(token.requests and all(a and a.startswith("Basic ") for _, a in token.requests), token.requests)
+    check("scope=repository%3Atest%2Fapp%3Apull" in token.requests[0][0], token.requests)
     images2 = env.images("b")
     fails(pull(images2, "test/app:1.0", reg.url, ca=env.ca, user="puller", password="nope")[0],
           "DRIVER_ERROR", "unauthorized")
     fails(pull(images2, "test/app:1.0", reg.url, ca=env.ca)[0], "DRIVER_ERROR", "unauthorized")
-    assert not os.path.exists(os.path.join(images2, "test"))
+    check(not os.path.exists(os.path.join(images2, "test")))
 
 
 def case_corrupt(env):
@@ -318,8 +318,8 @@ def case_corrupt(env):
     # Into a fresh store: refused, and nothing of the layout is left.
     images = env.images("fresh")
     out = fails(pull(images, "test/c:bad", reg.url, ca=env.ca)[0], "DRIVER_ERROR", "digest-mismatch")
-    assert big in out["error"], out
-    assert not os.path.exists(os.path.join(images, "test")), os.listdir(os.path.join(images, "test"))
+    check(big in out["error"], out)
+    check(not os.path.exists(os.path.join(images, "test")), "a refused pull left the layout")
 
     # Into a layout that holds another tag: its blobs and index.json are as before.
     images = env.images("existing")
@@ -329,9 +329,9 @@ def case_corrupt(env):
     with open(os.path.join(layout, "index.json")) as f:
         index_before = f.read()
     fails(pull(images, "test/c:bad", reg.url, ca=env.ca)[0], "DRIVER_ERROR", "digest-mismatch")
-    assert inodes(layout) == before, (sorted(before), sorted(inodes(layout)))
+    check(inodes(layout) == before, (sorted(before), sorted(inodes(layout))))
     with open(os.path.join(layout, "index.json")) as f:
-        assert f.read() == index_before
+        check(f.read() == index_before)
     check_layout(layout, "good", good["digest"])
 
     # A blob the manifest names and the registry lost: a broken image, nothing kept.
@@ -344,8 +344,8 @@ def case_corrupt(env):
     os.unlink(reg.blob_path(lost))
     images = env.images("lost")
     out = fails(pull(images, "test/lost:1", reg.url, ca=env.ca)[0], "DRIVER_ERROR", "blob-unknown")
-    assert lost in out["error"], out
-    assert not os.path.exists(os.path.join(images, "test"))
+    check(lost in out["error"], out)
+    check(not os.path.exists(os.path.join(images, "test")))
 
     # A manifest changed in the registry's storage (still JSON, same size): its digest
     # no longer matches Docker-Content-Digest (by tag) or the reference (by digest).
@@ -363,7 +363,7 @@ def case_corrupt(env):
     images = env.images("manifest")
     for image in ("test/m:1", "test/m@" + mdigest):
         fails(pull(images, image, reg.url, ca=env.ca)[0], "DRIVER_ERROR", "digest-mismatch")
-    assert not os.path.exists(os.path.join(images, "test"))
+    check(not os.path.exists(os.path.join(images, "test")))
 
 
 def case_dropped(env):
@@ -373,11 +373,11 @@ def case_dropped(env):
     proxy = env.start(fx.CuttingProxy(reg.port, 2 << 20))
     images = env.images("a")
     out, progress = pull(images, "test/app:1.0", f"https://127.0.0.1:{proxy.port}", ca=env.ca)
-    assert proxy.cuts == 1 and proxy.connections >= 2, (proxy.cuts, proxy.connections)
+    check(proxy.cuts == 1 and proxy.connections >= 2, (proxy.cuts, proxy.connections))
     check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
     # Resumed, not restarted: the byte count never went back.
     done = [float(line.split()[2]) for line in progress.splitlines() if line.count(" of ") == 1]
-    assert done == sorted(done), progress
+    check(done == sorted(done), progress)
 
 
 def case_redirect(env):
@@ -395,10 +395,10 @@ def case_redirect(env):
     images = env.images("a")
     out, progress = pull(images, "test/app:1.0", reg.url, ca=env.ca, user="puller", password="pw")
     check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
-    assert len(storage.requests) >= 4, storage.requests  # config, 2 layers, the big one again
-    assert all(auth is None for _, auth, _ in storage.requests), storage.requests
-    assert not storage.flaky, "the storage never cut a transfer"
-    assert any(rng for _, _, rng in storage.requests), storage.requests  # it asked to resume
+    check(len(storage.requests) >= 4, storage.requests)  # config, 2 layers, the big one again
+    check(all(auth is None for _, auth, _ in storage.requests), storage.requests)
+    check(not storage.flaky, "the storage never cut a transfer")
+    check(any(rng for _, _, rng in storage.requests), storage.requests)  # it asked to resume
 
     # An https registry that redirects to plain http: refused, even with insecure http allowed.
     plain_root = os.path.join(env.tmp, "registry2-storage")
@@ -408,9 +408,9 @@ def case_redirect(env):
     reg2.push(env.layout("b", "1.0", big=1024), "1.0", "test/app:1.0")
     images = env.images("b")
     out = fails(pull(images, "test/app:1.0", reg2.url, ca=env.ca, insecure=True)[0], "DRIVER_ERROR", "network")
-    assert "redirect" in out["error"] and plain.url in out["error"], out
-    assert not plain.requests, plain.requests
-    assert not os.path.exists(os.path.join(images, "test"))
+    check("redirect" in out["error"] and plain.url in out["error"], out)
+    check(not plain.requests, plain.requests)
+    check(not os.path.exists(os.path.join(images, "test")))
 
 
 def case_concurrent(env):
@@ -426,9 +426,9 @@ def case_concurrent(env):
     outs = []
     for p in procs:
         stdout, _ = p.communicate(timeout=120)
-        assert p.returncode == 0, stdout
+        check(p.returncode == 0, stdout)
         outs.append(json.loads(stdout))
-    assert outs[0] == outs[2] and outs[1] == outs[3] and outs[0] != outs[1]
+    check(outs[0] == outs[2] and outs[1] == outs[3] and outs[0] != outs[1])
     layout = os.path.join(images, "test", "app")
     check_layout(layout, "1", outs[0]["digest"])
     check_layout(layout, "2", outs[1]["digest"])
@@ -439,8 +439,8 @@ def case_stop(env):
     reg.push(env.layout("a", "1.0", big=4 << 20), "1.0", "test/app:1.0")
     images = env.images("a")
     out = fails(pull(images, "test/app:1.0", reg.url, ca=env.ca, stop_at=40)[0], "JOB_CANCELLED")
-    assert "stopped at" in out["error"]
-    assert not os.path.exists(os.path.join(images, "test"))
+    check("stopped at" in out["error"])
+    check(not os.path.exists(os.path.join(images, "test")))
     out, _ = pull(images, "test/app:1.0", reg.url, ca=env.ca)
     check_layout(os.path.join(images, "test", "app"), "1.0", out["digest"])
 
