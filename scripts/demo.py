@@ -36,6 +36,16 @@ def summarize(kind, data):
                           f"{r['action']}{'' if r['enabled'] else ' (off)'}" for r in data["rules"])
         return (f"{'on' if data['enabled'] else 'off'}, inbound {data['inboundPolicy']}, outbound "
                 f"{data['outboundPolicy']}: {rules}")
+    if kind in ("app.deploy", "app.command.set"):
+        cmd = " ".join(data["command"]) if data.get("command") else "the template's"
+        return (f"app {data['name']} ({data['hostname']}) is {data['state']}: {data['plan']['cpuCores']} cores, "
+                f"{data['plan']['memoryMB']} MB, {data['volumeQuotaMB']} MB volume; command: {cmd}")
+    if kind == "app.output":
+        return "\n".join([f"{len(data['lines'])} line(s), nextSeq {data['nextSeq']}"] +
+                         [f"      #{l['seq']} {l['stream']:6} {l['text']}" for l in data["lines"]])
+    if kind == "app.status":
+        return (f"{data['state']}, started {data['startedAt']}, exit code {data['exitCode']}, "
+                f"{data['restarts']} restart(s), {data['memoryMB']} MB memory, {data['volumeUsedMB']} MB of volume used")
     if kind == "vps.snapshot.list":
         return ", ".join(f"{x['snapshotId']} ({x['name']})" for x in data) or "none"
     text = json.dumps(data)
@@ -72,10 +82,53 @@ def run_job(s, title, kind, params=None, target=None, timeout=60):
 VPS = str(uuid.uuid4())
 
 
+APP = str(uuid.uuid4())
+APPS = os.geteuid() == 0  # containers need root: mounts, loop devices, user namespaces
+
+
 def conf(s):
     root, dirs = make_cgroup_fixture(s.tmp, [VPS])
     s.cgroup_dir = dirs[VPS]
-    return {"vm": make_vm_assets(s.tmp), "metrics": {"interval_sec": 1, "cgroup_root": root}}
+    c = {"vm": make_vm_assets(s.tmp), "metrics": {"interval_sec": 1, "cgroup_root": root}}
+    if APPS:
+        # A busybox image in an OCI layout (what skopeo or umoci would write), built here.
+        os.chmod(s.tmp, 0o711)
+        images = os.path.join(s.tmp, "app-images")
+        subprocess.run([sys.executable, os.path.join(SRC, "tests", "app", "mkimage.py"), "--layout",
+                        os.path.join(images, "busybox"), "--tag", "1.36"], check=True, capture_output=True)
+        c["apps"] = {"images_dir": images, "monitor": os.path.join(os.environ["NA_BUILD_DIR"], "monitor",
+                                                                     "nodeagent-monitor")}
+    return c
+
+
+def app_part(s):
+    app = {"type": "app", "id": APP}
+    print(f"\n{BOLD}An app in a container on crun{RESET} {DIM}(app {APP}){RESET}")
+    if not APPS:
+        print(f"    {DIM}skipped: apps need root (mounts, loop devices, user namespaces){RESET}")
+        return
+    echo = ["/bin/sh", "-c", 'echo "ready on $(hostname), as uid $(id -u)"; '
+            'while read l; do echo "got: $l"; [ "$l" = stop ] && echo bye && exit 0; done']
+    run_job(s, "Deploy a console app from busybox:1.36", "app.deploy",
+            {"name": "echo-bot", "hostname": "echo-bot", "type": "bot", "version": "1", "sftpUsername": "echo-bot",
+             "template": {"id": "echo", "image": "busybox:1.36", "command": echo, "customCommand": True,
+                          "stop": {"line": "stop"}, "startedPattern": "^ready"},
+             "plan": {"cpuCores": 0.5, "memoryMB": 64, "volumeQuotaMB": 64}}, target=app, timeout=120)
+    run_job(s, "Start it", "app.power", {"action": "start"}, target=app)
+    time.sleep(0.5)
+    run_job(s, "Send it a console line", "app.console.send", {"line": "hello from the panel"}, target=app)
+    time.sleep(0.3)
+    run_job(s, "Read its output", "app.output", target=app)
+    run_job(s, "Its status", "app.status", target=app)
+    run_job(s, "Stop it gracefully (its console line 'stop')", "app.power", {"action": "stop", "graceSec": 10},
+            target=app)
+    run_job(s, "Change its start command (takes effect at the next start)", "app.command.set",
+            {"command": ["/bin/sh", "-c", "echo 'a new command, pid '$$; exec sleep 3600"]}, target=app)
+    run_job(s, "Start it again", "app.power", {"action": "start"}, target=app)
+    time.sleep(0.5)
+    run_job(s, "Read its output (sequence numbers go on across runs)", "app.output", target=app)
+    run_job(s, "A console line too long for the contract", "app.console.send", {"line": "x" * 5000}, target=app)
+    run_job(s, "Delete it (container, root layer, volume, output, ids)", "app.delete", target=app)
 
 
 def main():
@@ -131,6 +184,7 @@ def main():
             time.sleep(0.6)
         run_job(s, "Its metrics", "vps.metrics", target=vps)
         run_job(s, "A job with bad parameters", "vps.power", {"action": "explode"}, target=vps)
+        app_part(s)
         print()
         st = s.agent.status()
         print(f"{BOLD}nodeagentctl status{RESET}")
