@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "agent/services.h"
 #include "agent/workers.h"
 #include "common/json-cleanup.h"
 #include "common/uuid.h"
@@ -184,18 +185,22 @@ bool control_apps_handles(const char *cmd)
         return streq(cmd, "apps") || streq(cmd, "logs");
 }
 
-json_t *control_apps_submit(struct control_apps *ca, uint64_t conn_id, const struct app_driver *drv,
-                            struct app_conn *conn, const char *cmd, json_t *req)
+json_t *control_apps_submit(struct control_apps *ca, uint64_t conn_id, const struct agent_services *s,
+                            const char *cmd, json_t *req)
 {
-        if (!drv)
-                return message_answer("apps are not enabled on this node");
+        if (!s || !s->app) {
+                char msg[640];
+                snprintf(msg, sizeof(msg), "apps are not enabled on this node%s%s", s && s->apps_off_reason[0] ? ": " : "",
+                         s ? s->apps_off_reason : "");
+                return message_answer(msg);
+        }
         _cleanup_free_ struct app_request *r = calloc(1, sizeof(*r));
         if (!r)
                 return message_answer("out of memory");
         r->ca = ca;
         r->conn_id = conn_id;
-        r->drv = drv;
-        r->conn = conn;
+        r->drv = s->app;
+        r->conn = s->app_conn;
         r->logs = streq(cmd, "logs");
         r->since_seq = -1;
         r->limit = PROTO_APP_OUTPUT_LIMIT_DEFAULT;

@@ -10,7 +10,7 @@
  * answer {"ok":false,"error":MESSAGE,"code":CODE,"details":<failure object>}.
  *
  *   control_apps_new(loop, deliver, c, &ca, &err);
- *   json_t *refused = control_apps_submit(ca, conn_id, s->app, s->app_conn, "logs", req);
+ *   json_t *refused = control_apps_submit(ca, conn_id, services, "logs", req);
  *   if (refused) send it now; else deliver(c, conn_id, answer) follows on the loop thread.
  *   control_apps_free(ca);   // waits for the driver calls under way
  */
@@ -22,8 +22,7 @@
 #include "agent/loop.h"
 #include "common/error.h"
 
-struct app_driver;
-struct app_conn;
+struct agent_services;
 struct control_apps;
 
 /* Loop thread: the answer to a request of connection conn_id (borrowed). */
@@ -41,9 +40,10 @@ void control_apps_free(struct control_apps *ca);
 /* True for the commands this module answers ("apps", "logs"). */
 bool control_apps_handles(const char *cmd);
 /*
- * Loop thread: check req and queue it. Returns NULL when queued (the answer follows
- * through answer_fn), else the answer to send at once (a new reference): apps off
- * (drv NULL), an invalid request, too many requests under way.
+ * Loop thread: check req and queue it for s->app. Returns NULL when queued (the
+ * answer follows through answer_fn), else the answer to send at once (a new
+ * reference): apps off (s or s->app NULL: "apps are not enabled on this node: " and
+ * s->apps_off_reason), an invalid request, too many requests under way.
  */
-json_t *control_apps_submit(struct control_apps *ca, uint64_t conn_id, const struct app_driver *drv,
-                            struct app_conn *conn, const char *cmd, json_t *req);
+json_t *control_apps_submit(struct control_apps *ca, uint64_t conn_id, const struct agent_services *s,
+                            const char *cmd, json_t *req);

@@ -155,7 +155,7 @@ static void handle_apps(struct conn *k, const char *cmd, json_t *req)
 {
         struct control *c = k->control;
         const struct agent_services *s = c->ops->services ? c->ops->services(c->userdata) : NULL;
-        _cleanup_json_ json_t *now = control_apps_submit(c->apps, k->id, s ? s->app : NULL, s ? s->app_conn : NULL, cmd, req);
+        _cleanup_json_ json_t *now = control_apps_submit(c->apps, k->id, s, cmd, req);
         if (now)
                 conn_send(k, now);
 }

@@ -16,7 +16,7 @@
  * logs call the app driver (ops->services()->app) on threads of their own
  * (agent/control-apps.h), never on the loop; a failure answers {"ok":false,"error",
  * "code","details"} (e.g. code APP_NOT_FOUND), and with apps off on this node
- * {"ok":false,"error":"apps are not enabled on this node"}. Answers to requests that
+ * {"ok":false,"error":"apps are not enabled on this node: <services->apps_off_reason>"}. Answers to requests that
  * run on (run, apps, logs) come when they are ready, not necessarily in request order.
  */
 #pragma once

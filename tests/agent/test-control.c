@@ -536,12 +536,13 @@ static void body_apps_off(struct session *s)
 static void test_apps_off(void **state)
 {
         struct fixture *f = *state;
+        snprintf(f->services.apps_off_reason, sizeof(f->services.apps_off_reason), "[apps] enabled = false");
         struct session s = { .body = body_apps_off };
         run_session(f, &s);
         assert_int_equal(s.n, 3);
         for (int i = 0; i < 2; i++) {
                 assert_false(ok_of(s.answers[i]));
-                assert_string_equal(error_of(s.answers[i]), "apps are not enabled on this node");
+                assert_string_equal(error_of(s.answers[i]), "apps are not enabled on this node: [apps] enabled = false");
         }
         assert_true(ok_of(s.answers[2]));
         session_free(&s);

@@ -187,7 +187,8 @@ def ctl_apps_off(s):
     (logs -f too, at once); an app id that is not a UUID is refused before asking."""
     for args in (["apps"], ["apps", "--json"], ["logs", NODE], ["logs", "-f", NODE]):
         r = s.agent.ctl(*args, check=False)
-        check(r.returncode == 1 and "apps are not enabled on this node" in r.stderr and r.stdout == "", r)
+        check(r.returncode == 1 and "apps are not enabled on this node: [apps] enabled = false" in r.stderr
+              and r.stdout == "", r)
     r = s.agent.ctl("logs", "../etc/passwd", check=False)
     check(r.returncode == 2 and "is not an app id" in r.stderr, r)
     check(s.agent.status()["pid"] == s.agent.proc.pid)
