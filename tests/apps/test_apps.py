@@ -133,6 +133,8 @@ def lifecycle(s):
     status = ok(app_job(s, "app.status", app))
     check(status["state"] == "running" and status["startedAt"] and status["memoryMB"] >= 0, status)
     check(status["volumeUsedMB"] >= 0, status)
+    m = ok(app_job(s, "app.metrics", app))
+    check("now" in m and "series" in m, m)
 
     # Stop by the console line: the app exits 0 by itself, not by a signal.
     t0 = time.time()
