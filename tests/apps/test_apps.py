@@ -11,7 +11,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from nodeagent_harness import BUILD, SRC, Skip, check, needs, run_cases, wait_for, with_setup  # noqa: E402
+from nodeagent_harness import BUILD, SRC, Skip, certs_dir, check, needs, run_cases, wait_for, with_setup  # noqa: E402
 
 MKIMAGE = os.path.join(SRC, "tests", "app", "mkimage.py")
 ECHO = ["/bin/sh", "-c", 'echo ready; while read l; do echo "got $l"; [ "$l" = stop ] && exit 0; done']
@@ -303,6 +303,56 @@ def node_reboot(s):
         nothing_left(s, app)
 
 
+def registry_conf(s):
+    """[apps] registry: a real docker-registry on loopback with the test CA, holding
+    busybox pushed by skopeo; the local store starts empty."""
+    sys.path.insert(0, os.path.join(SRC, "tests", "app-registry"))
+    import registry_fixture as fx
+    for tool in ("/usr/bin/docker-registry", "/usr/bin/skopeo"):
+        if not os.path.exists(tool):
+            raise AssertionError(f"{tool} is missing: scripts/deps.sh installs it")
+    conf = apps_conf(s)
+    src = os.path.join(s.tmp, "src-layout")
+    subprocess.run([sys.executable, MKIMAGE, "--layout", src, "--tag", "1"], check=True, capture_output=True)
+    s.registry = fx.Registry(s.tmp, certs_dir(), "registry")
+    s.registry.push(src, "1", "tools/busybox:1")
+    conf["apps"]["images_dir"] = os.path.join(s.tmp, "empty-store")
+    conf["apps"]["registry"] = s.registry.url
+    conf["apps"]["registry_ca_file"] = os.path.join(certs_dir(), "ca.pem")
+    return conf
+
+
+@needs("root")
+@with_setup(agent_conf=registry_conf)
+def from_registry(s):
+    """An image not in the store is pulled during deploy, with progress; one in neither
+    is IMAGE_NOT_FOUND; image.list says who uses what; image.delete refuses while used."""
+    need_root()
+    try:
+        app = str(uuid.uuid4())
+        jid = s.controller.enqueue("app.deploy", deploy_params(template={"image": "tools/busybox:1"}),
+                                   target={"type": "app", "id": app})
+        ok(s.controller.wait_results([jid], 120)[jid]["results"][0])
+        prog = s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"]
+        check(any(p["stage"] == "pulling-image" and "MB" in (p.get("message") or "") for p in prog), prog)
+        failed(app_job(s, "app.deploy", str(uuid.uuid4()), deploy_params(template={"image": "tools/nosuch:1"})),
+               "IMAGE_NOT_FOUND")
+        node = {"type": "node", "id": s.node_id}
+        jid = s.controller.enqueue("image.list", {}, target=node)
+        images = ok(s.controller.wait_results([jid], 30)[jid]["results"][0])
+        check([i["usedBy"] for i in images if i["image"] == "tools/busybox:1"] == [[app]], images)
+        jid = s.controller.enqueue("image.delete", {"image": "tools/busybox:1"}, target=node)
+        failed(s.controller.wait_results([jid], 30)[jid]["results"][0], "INVALID_STATE")
+        ok(app_job(s, "app.power", app, {"action": "start"}))
+        wait_output(s, app, "ready")
+        ok(app_job(s, "app.delete", app))
+        nothing_left(s, app)
+        jid = s.controller.enqueue("image.delete", {"image": "tools/busybox:1"}, target=node)
+        ok(s.controller.wait_results([jid], 30)[jid]["results"][0])
+    finally:
+        s.registry.close()
+
+
 @needs("root")
 @with_setup(agent_conf=apps_conf)
 def hostile_image(s):
@@ -323,4 +373,4 @@ def hostile_image(s):
 
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [lifecycle, managed_command, crash_loop, limits, agent_killed,
-                                                node_reboot, hostile_image]}))
+                                                node_reboot, from_registry, hostile_image]}))
