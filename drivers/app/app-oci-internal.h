@@ -48,6 +48,7 @@ struct app {
         bool stopping;                   /* an asked-for stop or kill: its exit is no crash */
         int64_t started_ms;
         bool has_exit;
+        bool exit_reported;              /* this run's app.exited went out (watcher or stop, once) */
         int exit_code, exit_signal;
         int64_t restarts;                /* automatic restarts since the last start asked for */
         int64_t crash_ms[APP_CRASH_RESTARTS]; /* the last crashes, for the crash rule */
@@ -110,6 +111,9 @@ int app_oci_output(struct app_conn *c, const char *id, int64_t since_seq, int64_
 
 /* app-oci-watch.c */
 void app_oci_resume(struct app_conn *c);
+/* This run's end, once: app.exited and the exit fields (the stop path calls it when
+ * the watcher has not yet read the monitor's X). */
+void app_report_exit(struct app_conn *c, struct app *a, int code, int sig, bool crash_loop);
 int app_watch_start(struct app_conn *c, struct na_error *err);
 void app_watch_stop(struct app_conn *c);
 void app_watch_attach(struct app_conn *c, struct app *a);   /* after a start or at resume */

@@ -182,6 +182,7 @@ int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct n
         pthread_mutex_lock(&a->st_lock);
         a->stopping = false;
         a->has_exit = false;
+        a->exit_reported = false;
         a->restart_at_ms = 0;
         a->started_ms = started;
         if (!automatic) {
@@ -255,6 +256,14 @@ int app_stop_locked(struct app_conn *c, struct app *a, bool kill_now, unsigned g
         }
         (void)app_crun_delete(&c->crun, cid, &e);
         na_error_clear(&e);
+        if (alive) {
+                /* The watcher may not have read the monitor's X yet: the exit is said once,
+                 * by whichever of us comes first. */
+                struct app_exit ex;
+                if (app_monitor_read_exit(a->dir, &ex, &e) == 0)
+                        app_report_exit(c, a, ex.code, ex.signal, false);
+                na_error_clear(&e);
+        }
         app_watch_detach(c, a);
         pthread_mutex_lock(&a->st_lock);
         a->stopping = false;

@@ -83,6 +83,19 @@ static void emit_exited(struct app_conn *c, struct app *a, int code, int sig, bo
                 c->o.on_event(c->o.userdata, "app.exited", a->id, proto_app_exited_encode(code, sig, crash_loop));
 }
 
+void app_report_exit(struct app_conn *c, struct app *a, int code, int sig, bool crash_loop)
+{
+        pthread_mutex_lock(&a->st_lock);
+        bool first = !a->exit_reported;
+        a->exit_reported = true;
+        a->has_exit = true;
+        a->exit_code = code;
+        a->exit_signal = sig;
+        pthread_mutex_unlock(&a->st_lock);
+        if (first)
+                emit_exited(c, a, code, sig, crash_loop);
+}
+
 /* Save the record when nobody else is changing the app (they save it themselves). */
 static void try_save(struct app *a)
 {
@@ -100,6 +113,11 @@ static void exited(struct app_conn *c, struct app *a, int code, int sig)
         const unsigned *backoff = c->o.crash_backoff_ms[0] ? c->o.crash_backoff_ms : default_backoff_ms;
         int64_t now = (int64_t)na_now_real_ms();
         pthread_mutex_lock(&a->st_lock);
+        if (a->exit_reported) {
+                pthread_mutex_unlock(&a->st_lock); /* the stop path said it already */
+                return;
+        }
+        a->exit_reported = true;
         a->has_exit = true;
         a->exit_code = code;
         a->exit_signal = sig;
@@ -140,12 +158,15 @@ static void monitor_message(struct app_conn *c, struct app *a)
 {
         char buf[512];
         for (;;) {
+                /* Under st_lock: a stop may detach (close) the fd from another thread. */
                 pthread_mutex_lock(&a->st_lock);
                 int fd = a->monitor_fd;
+                ssize_t n = fd >= 0 ? recv(fd, buf, sizeof(buf), MSG_DONTWAIT) : -1;
+                int recv_errno = errno;
                 pthread_mutex_unlock(&a->st_lock);
                 if (fd < 0)
                         return;
-                ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+                errno = recv_errno;
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         return;
                 if (n <= 0) {

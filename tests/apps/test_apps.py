@@ -163,6 +163,10 @@ def lifecycle(s):
     check(rec["command"] is None, rec)
     ok(app_job(s, "app.power", app, {"action": "kill"}))
     check(ok(app_job(s, "app.status", app))["state"] == "stopped")
+    # Each run's end is said once: the stop path and the watcher never both say it.
+    wait_for(lambda: len(events(s, "app.exited", app)) >= 2, 10, "the second run's app.exited")
+    time.sleep(0.5)
+    check(len(events(s, "app.exited", app)) == 2, events(s, "app.exited", app))
     states = [e["data"]["state"] for e in events(s, "app.state", app)]
     for st in ("starting", "running", "stopping", "stopped"):
         check(st in states, states)
