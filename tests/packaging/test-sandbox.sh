@@ -79,6 +79,10 @@ token_file = $S/etc/token
 [vm]
 uri = test:///default
 templates_file = $S/etc/templates.json
+
+[apps]
+# The daemon alone here; apps run under the unit in test-sandbox-apps.sh.
+enabled = false
 EOC
 printf '{"templates": []}\n' >"$S/etc/templates.json"
 "$DAEMON" -c "$S/etc/nodeagent.conf" --check-config >/dev/null || die "the sandbox configuration does not pass --check-config"
