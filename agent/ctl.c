@@ -269,7 +269,9 @@ static void print_apps(json_t *apps)
                 char started[40] = "-", restarts[24] = "-", mem[32] = "-", vol[32] = "-";
                 int64_t at_ms;
                 const char *at = json_string_value(json_object_get(a, "startedAt"));
-                if (at && na_parse_time_ms(at, &at_ms)) {
+                bool up = streq(str(a, "state"), "running") || streq(str(a, "state"), "starting") ||
+                          streq(str(a, "state"), "stopping");
+                if (up && at && na_parse_time_ms(at, &at_ms)) {
                         char d[28];
                         duration(now_ms > at_ms ? (now_ms - at_ms) / 1000 : 0, d, sizeof(d));
                         snprintf(started, sizeof(started), "%s ago", d);

@@ -69,7 +69,8 @@ def apps_logs(s):
 
     ok(app_job(s, "app.power", app, {"action": "stop"}))
     wait_for(lambda: "stopped" in ctl(s, "apps").stdout, 15, "the app stopped in nodeagentctl apps")
-    check("(exit 0)" in ctl(s, "apps").stdout)
+    row = ctl(s, "apps").stdout.splitlines()[1].split()
+    check(row[:3] == [app, "stopped", "-"] and row[-2:] == ["(exit", "0)"], row)
 
     ok(app_job(s, "app.delete", app))
     r = ctl(s, "logs", app, code=1)
