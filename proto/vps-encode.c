@@ -1,4 +1,5 @@
 /* Encoders of Server, Snapshot, Backup, vps.status and vps.exec results (AGENT-API 4.1). */
+#include "proto/text.h"
 #include "proto/vps.h"
 
 #include <stdio.h>
@@ -70,68 +71,11 @@ json_t *proto_vps_status_encode(const struct proto_vps_status *s)
                          (json_int_t)s->memory_mb);
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one. */
-static size_t utf8_seq(const unsigned char *p, size_t left)
-{
-        if (p[0] < 0x80)
-                return 1;
-        size_t n;
-        uint32_t cp;
-        if ((p[0] & 0xe0) == 0xc0) {
-                n = 2;
-                cp = p[0] & 0x1f;
-        } else if ((p[0] & 0xf0) == 0xe0) {
-                n = 3;
-                cp = p[0] & 0x0f;
-        } else if ((p[0] & 0xf8) == 0xf0) {
-                n = 4;
-                cp = p[0] & 0x07;
-        } else
-                return 0;
-        if (n > left)
-                return 0;
-        for (size_t i = 1; i < n; i++) {
-                if ((p[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-                return 0;
-        return n;
-}
-
-/* A JSON string of bytes, invalid UTF-8 and NUL replaced by U+FFFD. */
-static json_t *text_json(const char *s, size_t len)
-{
-        if (!s)
-                return json_string("");
-        char *buf = malloc(len * 3 + 1);
-        if (!buf)
-                return NULL;
-        size_t o = 0;
-        const unsigned char *p = (const unsigned char *)s;
-        for (size_t i = 0; i < len;) {
-                size_t n = p[i] ? utf8_seq(p + i, len - i) : 0;
-                if (n == 0) {
-                        memcpy(buf + o, "\xef\xbf\xbd", 3);
-                        o += 3;
-                        i++;
-                } else {
-                        memcpy(buf + o, p + i, n);
-                        o += n;
-                        i += n;
-                }
-        }
-        json_t *j = json_stringn(buf, o);
-        free(buf);
-        return j;
-}
 
 json_t *proto_vps_exec_result_encode(const struct proto_vps_exec_result *r)
 {
-        return json_pack("{s:i, s:o, s:o, s:b}", "exitCode", r->exit_code, "stdout", text_json(r->out, r->out_len),
-                         "stderr", text_json(r->err, r->err_len), "truncated", r->truncated);
+        return json_pack("{s:i, s:o, s:o, s:b}", "exitCode", r->exit_code, "stdout", proto_text_json(r->out, r->out_len),
+                         "stderr", proto_text_json(r->err, r->err_len), "truncated", r->truncated);
 }
 
 void proto_vps_exec_result_clear(struct proto_vps_exec_result *r)

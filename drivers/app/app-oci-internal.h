@@ -90,6 +90,7 @@ void app_container_id(const char *id, char *buf, size_t len);
 struct app *app_new(struct app_conn *c, const char *id);
 void app_free(struct app *a);
 json_t *app_record_json(struct app *a); /* the App object; op_lock held */
+void app_report_cgroup(struct app_conn *c, struct app *a); /* it runs: metrics follow its cgroup */
 
 /* app-oci-meta.c */
 int app_meta_save(struct app *a, struct na_error *err);

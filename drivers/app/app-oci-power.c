@@ -196,12 +196,7 @@ int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct n
         if (app_meta_save(a, &e) < 0)
                 na_error_clear(&e); /* the app runs; its record catches up at the next change */
         app_watch_attach(c, a);
-        if (c->o.on_cgroup) {
-                char cg[128];
-                app_cgroup_path(a->id, cg, sizeof(cg));
-                c->o.on_cgroup(c->o.userdata, a->id, cg, (double)a->deploy->plan.cpu_millis / 1000.0,
-                               a->deploy->plan.memory_mb);
-        }
+        app_report_cgroup(c, a);
         return 0;
 }
 

@@ -296,12 +296,7 @@ static void resume_all(struct app_conn *c)
                                                     : PROTO_APP_RUNNING);
                         pthread_mutex_unlock(&a->st_lock);
                         app_watch_attach(c, a);
-                        if (c->o.on_cgroup) {
-                                char cg[128];
-                                app_cgroup_path(a->id, cg, sizeof(cg));
-                                c->o.on_cgroup(c->o.userdata, a->id, cg, (double)a->deploy->plan.cpu_millis / 1000.0,
-                                               a->deploy->plan.memory_mb);
-                        }
+                        app_report_cgroup(c, a);
                         continue;
                 }
                 if (!a->want_running)

@@ -88,6 +88,15 @@ void app_set_state(struct app_conn *c, struct app *a, enum proto_app_state st)
         app_emit_state(c, a, st);
 }
 
+void app_report_cgroup(struct app_conn *c, struct app *a)
+{
+        if (!c->o.on_cgroup)
+                return;
+        char cg[128];
+        app_cgroup_path(a->id, cg, sizeof(cg));
+        c->o.on_cgroup(c->o.userdata, a->id, cg, (double)a->deploy->plan.cpu_millis / 1000.0, a->deploy->plan.memory_mb);
+}
+
 json_t *app_record_json(struct app *a)
 {
         struct proto_app rec;
