@@ -41,7 +41,10 @@ has_dep() {
 for pkg in libc6 qemu-utils xorriso; do
 	has_dep "$pkg" || fail "Depends lacks $pkg"
 done
-for bin in "$NA_NODEAGENTD" "$NA_NODEAGENTCTL"; do
+# The libraries the packaged binaries link (not the test build's: a sanitizer build
+# links libasan, which the package rightly does not depend on).
+dpkg-deb -x "$deb" "$SCRATCH/deb-root"
+for bin in "$SCRATCH/deb-root/usr/sbin/nodeagentd" "$SCRATCH/deb-root/usr/bin/nodeagentctl"; do
 	for lib in $(objdump -p "$bin" | awk '$1 == "NEEDED" { print $2 }'); do
 		path=$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')
 		[ -n "$path" ] || continue
