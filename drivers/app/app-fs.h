@@ -1,0 +1,139 @@
+/*
+ * The safe path layer of an app's volume: the only way the files kinds (and later
+ * SFTP and backups) touch a volume. Design and what is refused: docs/app-files.md.
+ *
+ *   struct app_fs *fs;
+ *   r = app_fs_open("/var/lib/nodeagent/apps/apps/<id>/disk/volume", uid_base, uid_base, &fs, &err);
+ *   r = app_fs_read_text(fs, "config/server.properties", 0, 524288, &text, &err);
+ *   r = app_fs_write(fs, "/config/server.properties", data, len, NULL, &err);
+ *   app_fs_close(fs);
+ *
+ * Every user path is first checked as text (proto_app_files_path_problem: no "..",
+ * no ".", no "//", ...), then resolved beneath the volume root's directory fd with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV): symbolic links
+ * inside the volume that stay inside are followed; one that leaves (absolute, or
+ * ".." above the root, or into another mount) is refused by the kernel. Mutations
+ * resolve the parent directory that way and then act on the last component with the
+ * *at calls, never following a link there (the link itself is moved or deleted).
+ * Hard links are never created. Files and directories created are owned by uid:gid.
+ *
+ * Errors (field is "path", or "from"/"to" for move):
+ *   422 VALIDATION_ERROR on the field: malformed text, "the path leaves the app's volume",
+ *       too many levels of symbolic links, an offset past the end;
+ *   404 FILE_NOT_FOUND naming the path;
+ *   409 INVALID_STATE: is a directory, not a directory, a symbolic link where a file is
+ *       written, a target that exists (move), the volume's root (move, delete);
+ *   409 QUOTA_EXCEEDED: the volume has no room, nothing written;
+ *   500 INTERNAL_ERROR otherwise.
+ * Functions return 0 or a negative errno-style value with err filled; ret_ values are
+ * written only on success. A struct app_fs may be used by one thread at a time.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "proto/app-files.h"
+
+struct app_fs;
+
+/* Open the volume root (a directory; not itself a symbolic link) for uid:gid. */
+int app_fs_open(const char *volume_dir, uid_t uid, gid_t gid, struct app_fs **ret, struct na_error *err);
+void app_fs_close(struct app_fs *fs); /* NULL-safe */
+int app_fs_root_fd(const struct app_fs *fs); /* borrowed; O_PATH|O_DIRECTORY */
+
+/*
+ * Resolve path (checked as text first; errors under field) beneath the root with
+ * openat2(flags | O_CLOEXEC) and the layer's resolve flags, following links that stay
+ * inside. *ret_fd is the new descriptor.
+ */
+int app_fs_resolve(struct app_fs *fs, const char *field, const char *path, int flags, int *ret_fd,
+                   struct na_error *err);
+/*
+ * The parent of path, resolved as above (O_PATH|O_DIRECTORY), and its last component
+ * (a pointer into path; "." for the root itself, which callers that mutate refuse).
+ */
+int app_fs_resolve_parent(struct app_fs *fs, const char *field, const char *path, int *ret_dir_fd,
+                          const char **ret_name, struct na_error *err);
+
+/* list: at most max entries (0: PROTO_APP_FILES_LIST_MAX), sorted by name; *ret_cut when more were there. */
+struct app_fs_listing {
+        struct proto_app_file_entry *entries; /* names owned */
+        size_t n;
+        bool cut;
+};
+int app_fs_list(struct app_fs *fs, const char *path, size_t max, struct app_fs_listing *ret, struct na_error *err);
+void app_fs_listing_clear(struct app_fs_listing *l);
+
+/*
+ * read_text (reference 2.9 and 4.6): at most limit (1..524288) bytes from offset.
+ * content is NUL-terminated and valid UTF-8 (it may hold NUL bytes: use bytes), or NULL
+ * when binary. bytes is how many bytes of the file this answer covers (the next page
+ * starts at offset + bytes); truncated when the file goes on after them. A multi-byte
+ * sequence cut by the limit ends the answer before it; when that leaves nothing, or
+ * the bytes are not valid UTF-8 (also: an offset inside a sequence, a file ending in
+ * the middle of one), binary is true and bytes is what was read. An offset past the
+ * end is VALIDATION_ERROR on "offset"; at the end, an empty text.
+ */
+struct app_fs_text {
+        char *content;
+        size_t bytes;
+        bool truncated;
+        bool binary;
+};
+int app_fs_read_text(struct app_fs *fs, const char *path, uint64_t offset, uint32_t limit, struct app_fs_text *ret,
+                     struct na_error *err);
+void app_fs_text_clear(struct app_fs_text *t);
+
+/*
+ * write. Without opts (or opts->in_place false): the whole file is replaced through
+ * a temporary name in the same directory renamed over it (an existing file keeps its
+ * owner and permission bits; a new one is uid:gid 0644). With opts->in_place: the
+ * bytes go at opts->offset of the file (created when missing; an offset past its end
+ * is VALIDATION_ERROR on "offset"), and with opts->truncate the file ends after them.
+ * A directory, or a symbolic link as the last component, is INVALID_STATE; so is an
+ * in-place write to a file with other hard links. Room is checked first (fstatvfs)
+ * and reserved (fallocate) before a byte is written: QUOTA_EXCEEDED with nothing
+ * written, and ENOSPC or EDQUOT during the write is QUOTA_EXCEEDED too (the temporary
+ * is removed; an in-place write's file gets its old size back).
+ */
+struct app_fs_write_opts {
+        bool in_place;
+        uint64_t offset;
+        bool truncate;
+};
+int app_fs_write(struct app_fs *fs, const char *path, const void *data, size_t len,
+                 const struct app_fs_write_opts *opts, struct na_error *err);
+
+/* mkdir -p: every missing directory created 0755 and owned by uid:gid; an existing directory is success. */
+int app_fs_mkdir(struct app_fs *fs, const char *path, struct na_error *err);
+/*
+ * move with renameat2(RENAME_NOREPLACE): an existing "to" is refused (INVALID_STATE),
+ * never overwritten; "to"'s parent must exist. A directory moved into itself is
+ * VALIDATION_ERROR on "to". The root cannot be moved (INVALID_STATE).
+ */
+int app_fs_move(struct app_fs *fs, const char *from, const char *to, struct na_error *err);
+/*
+ * delete: a file, a symbolic link (never its target) or a directory with everything
+ * in it (app_fs_rm_rf). The root cannot be deleted (INVALID_STATE).
+ */
+int app_fs_delete(struct app_fs *fs, const char *path, struct na_error *err);
+/*
+ * rm -rf of name under dir_fd that never follows a link and never climbs with "..":
+ * each level is reopened from the top directory with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS,
+ * so a tree the app renames while it is deleted can make it start over (at most
+ * 64 times, then -EAGAIN) but never take it outside. ENOENT is success.
+ */
+int app_fs_rm_rf(int dir_fd, const char *name, struct na_error *err);
+
+/*
+ * For export: open path (following links that stay inside) read-only as a regular
+ * file; *ret_st is its fstat. A directory or a special file is INVALID_STATE.
+ */
+int app_fs_open_read(struct app_fs *fs, const char *path, int *ret_fd, struct stat *ret_st, struct na_error *err);
+/* stat of path (the last component not followed): one list entry; name borrowed from path. */
+int app_fs_stat(struct app_fs *fs, const char *path, struct proto_app_file_entry *ret, struct na_error *err);
