@@ -197,7 +197,12 @@ want=$(printf '%016x' "$mask")
 [ "$(awk '/^NoNewPrivs:/ { print $2 }' "$status")" = 1 ] || fail "the daemon runs without no_new_privs"
 [ "$(awk '/^Seccomp_filters:/ { print $2 }' "$status")" -ge 4 ] || fail "fewer seccomp filters than the unit asks for"
 [ "$(readlink /proc/$daemon/ns/mnt)" = "$(readlink /proc/self/ns/mnt)" ] || fail "the daemon is not in the test's mount namespace"
-info "agent 1 up: capabilities $want ($(echo $caps)), no_new_privs, the unit's seccomp filters"
+if grep -q ":devices:/$DEVCG\$" "/proc/$daemon/cgroup"; then
+	devices="the unit's device policy (cgroup v1 devices)"
+else
+	devices="no device policy (no cgroup v1 devices controller here)"
+fi
+info "agent 1 up: capabilities $want ($(echo $caps)), no_new_privs, the unit's seccomp filters, $devices"
 
 deploy='{"name":"demo","hostname":"demo","type":"app","version":"1","sftpUsername":"demo",
  "template":{"id":"echo","image":"busybox:1","customCommand":true,"stop":{"line":"stop"},"startedPattern":"^ready$",
