@@ -193,7 +193,7 @@ if systemd-analyze security --offline=yes "$SCRATCH/unit/nodeagent.service" >"$S
 		fail "systemd-analyze security printed no exposure level: $(tail -3 "$SCRATCH/security")"
 	else
 		info "systemd-analyze security --offline=yes: exposure $level (0 = locked down, 10 = unprotected)"
-		# 2.9 before apps; 6.4 with what apps need (CAP_SYS_ADMIN, no mount namespace, so
+		# 2.9 before apps; 6.3 with what apps need (CAP_SYS_ADMIN, no mount namespace, so
 		# no ProtectSystem/ProtectHome/PrivateTmp/ProtectProc...).  The ceiling is just
 		# above that: a further widening must be made on purpose, here too.
 		awk -v l="$level" 'BEGIN { exit !(l <= 6.5) }' || fail "exposure level $level is above 6.5"
