@@ -243,7 +243,10 @@ int proto_app_files_write_decode(json_t *params, struct proto_app_files_write **
         }
         p->data = TAKE_PTR(data);
         p->len = len;
-        p->has_offset = ro == PROTO_PRESENT || (rt == PROTO_PRESENT && !truncate);
+        /* truncate defaults to true for a whole-file write and to false for a write at an offset. */
+        if (rt != PROTO_PRESENT)
+                truncate = ro != PROTO_PRESENT;
+        p->has_offset = ro == PROTO_PRESENT || !truncate;
         p->offset = offset;
         p->truncate = truncate;
         *ret = p;

@@ -17,7 +17,7 @@
 static int sys_openat2(int dirfd, const char *path, int flags, unsigned long long resolve)
 {
         struct open_how how = { .flags = (unsigned long long)flags | O_CLOEXEC, .resolve = resolve };
-        if (flags & (O_CREAT | O_TMPFILE))
+        if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
                 how.mode = 0600;
         /* EAGAIN: a rename elsewhere on the file system raced the lookup; try again a few times. */
         for (int i = 0;; i++) {

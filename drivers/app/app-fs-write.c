@@ -151,11 +151,9 @@ static int write_in_place(struct app_fs *fs, int dir, const char *name, const ch
                 e = errno, step = "write (owner)";
         else if ((r = reserve(fd, o->offset, len, FALLOC_FL_KEEP_SIZE)) < 0)
                 e = -r;
-        else if ((r = pwrite_all(fd, data, len, o->offset)) < 0) {
+        else if ((r = pwrite_all(fd, data, len, o->offset)) < 0)
                 e = -r;
-                if (ftruncate(fd, (off_t)size) < 0) /* the old size back; bytes overwritten in place stay */
-                        e = e ? e : errno;
-        } else if (o->truncate && ftruncate(fd, (off_t)end) < 0)
+        else if (o->truncate && ftruncate(fd, (off_t)end) < 0)
                 e = errno, step = "write (truncate)";
         else if (fsync(fd) < 0)
                 e = errno, step = "write (fsync)";
@@ -163,6 +161,11 @@ static int write_in_place(struct app_fs *fs, int dir, const char *name, const ch
                 return 0;
         if (created)
                 (void)unlinkat(dir, name, 0);
+        else if (S_ISREG(st.st_mode)) {
+                /* The old size back, which also frees blocks reserved past it; bytes overwritten in place stay. */
+                int tr = ftruncate(fd, (off_t)size);
+                (void)tr;
+        }
         if (is_full(e))
                 return na_error_set(err, ENOSPC, NA_E_QUOTA_EXCEEDED, "%s: the app's volume is full", path);
         if (e == EINVAL)
