@@ -26,7 +26,7 @@
  *   409 QUOTA_EXCEEDED: the volume has no room, nothing written;
  *   500 INTERNAL_ERROR otherwise.
  * Functions return 0 or a negative errno-style value with err filled; ret_ values are
- * written only on success. A struct app_fs may be used by one thread at a time.
+ * written only on success. A struct app_fs holds only the root fd: threads may share it.
  */
 #pragma once
 
@@ -129,6 +129,16 @@ int app_fs_delete(struct app_fs *fs, const char *path, struct na_error *err);
  * 64 times, then -EAGAIN) but never take it outside. ENOENT is success.
  */
 int app_fs_rm_rf(int dir_fd, const char *name, struct na_error *err);
+
+/*
+ * chmod: permission bits 0..01777 (setuid and setgid are refused: VALIDATION_ERROR on
+ * "mode") of a file or directory. The last component is opened O_PATH|O_NOFOLLOW
+ * and checked, then opened again O_NOFOLLOW for fchmod (never fchmodat through
+ * /proc/self/fd, a magic link); a symbolic link or a special file is INVALID_STATE.
+ */
+int app_fs_chmod(struct app_fs *fs, const char *path, mode_t mode, struct na_error *err);
+/* utimensat(times, AT_SYMLINK_NOFOLLOW) on the last component: a link's own times, never its target's. */
+int app_fs_utimens(struct app_fs *fs, const char *path, const struct timespec times[2], struct na_error *err);
 
 /*
  * For export: open path (following links that stay inside) read-only as a regular

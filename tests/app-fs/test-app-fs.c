@@ -159,9 +159,12 @@ static void check_outside(struct fx *f, const char *after)
                 fail_msg("after %s: /etc/na-app-fs-test exists", after);
 }
 
-enum op { OP_LIST, OP_READ, OP_WRITE, OP_WRITE_AT, OP_MKDIR, OP_MOVE_FROM, OP_MOVE_TO, OP_DELETE, OP_STAT, OP_OPEN, OP_N };
-static const char *const op_names[OP_N] = { "list", "read_text", "write", "write at", "mkdir", "move from",
-                                            "move to", "delete", "stat", "open_read" };
+enum op {
+        OP_LIST, OP_READ, OP_WRITE, OP_WRITE_AT, OP_MKDIR, OP_MOVE_FROM, OP_MOVE_TO, OP_DELETE, OP_STAT, OP_OPEN,
+        OP_CHMOD, OP_UTIMENS, OP_N
+};
+static const char *const op_names[OP_N] = { "list",    "read_text", "write", "write at",  "mkdir", "move from",
+                                            "move to", "delete",    "stat",  "open_read", "chmod", "utimens" };
 
 static int run_op(struct fx *f, enum op op, const char *path, struct na_error *err)
 {
@@ -197,6 +200,12 @@ static int run_op(struct fx *f, enum op op, const char *path, struct na_error *e
         case OP_STAT: {
                 struct proto_app_file_entry e;
                 return app_fs_stat(f->fs, path, &e, err);
+        }
+        case OP_CHMOD:
+                return app_fs_chmod(f->fs, path, 0777, err);
+        case OP_UTIMENS: {
+                struct timespec ts[2] = { { .tv_sec = 1 }, { .tv_sec = 1 } };
+                return app_fs_utimens(f->fs, path, ts, err);
         }
         default: {
                 int fd;
@@ -672,6 +681,46 @@ static void test_write_and_ownership(void **state)
         check_outside(f, "writes");
 }
 
+static void test_chmod_utimens(void **state)
+{
+        struct fx *f = *state;
+        struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(app_fs_write(f->fs, "attr", "x", 1, NULL, &err), 0);
+        assert_int_equal(app_fs_chmod(f->fs, "attr", 0600, &err), 0);
+        check_owner(f, "attr", UID, GID, 0600);
+        assert_int_equal(app_fs_chmod(f->fs, "sub", 0750, &err), 0);
+        char *p = pathf("%s/sub", f->vol);
+        struct stat st;
+        must(stat(p, &st), p);
+        assert_int_equal(st.st_mode & 07777, 0750);
+        must(chmod(p, 0755), p);
+        free(p);
+        assert_true(app_fs_chmod(f->fs, "attr", 04755, &err) < 0);
+        assert_true(has_field_error(&err, "mode", "setuid"));
+        na_error_clear(&err);
+        /* A link, whatever it points to, is refused: chmod never goes through one. */
+        assert_true(app_fs_chmod(f->fs, "up", 0777, &err) < 0);
+        assert_string_equal(err.code, NA_E_INVALID_STATE);
+        na_error_clear(&err);
+        assert_true(app_fs_chmod(f->fs, "inlink", 0777, &err) < 0);
+        assert_string_equal(err.code, NA_E_INVALID_STATE);
+        na_error_clear(&err);
+        /* utimens on a link sets the link's own times. */
+        struct timespec ts[2] = { { .tv_sec = 1000000 }, { .tv_sec = 1000000 } };
+        assert_int_equal(app_fs_utimens(f->fs, "abs", ts, &err), 0);
+        p = pathf("%s/abs", f->vol);
+        must(lstat(p, &st), p);
+        assert_int_equal(st.st_mtim.tv_sec, 1000000);
+        free(p);
+        assert_int_equal(app_fs_utimens(f->fs, "attr", ts, &err), 0);
+        struct proto_app_file_entry e;
+        assert_int_equal(app_fs_stat(f->fs, "attr", &e, &err), 0);
+        assert_int_equal(e.modified_ms, 1000000000);
+        assert_int_equal(e.mode, 0600);
+        assert_int_equal(app_fs_delete(f->fs, "attr", &err), 0);
+        check_outside(f, "chmod and utimens");
+}
+
 static void test_move_and_delete(void **state)
 {
         struct fx *f = *state;
@@ -798,6 +847,7 @@ int main(void)
                 cmocka_unit_test(test_hard_links),
                 cmocka_unit_test(test_utf8_boundaries),
                 cmocka_unit_test(test_write_and_ownership),
+                cmocka_unit_test(test_chmod_utimens),
                 cmocka_unit_test(test_move_and_delete),
                 cmocka_unit_test(test_list_bound),
         };
