@@ -1,6 +1,8 @@
 #include "agent/sandbox.h"
 
+#include <errno.h>
 #include <seccomp.h>
+#include <stdint.h>
 
 #include "common/macro.h"
 
@@ -35,6 +37,19 @@ int sandbox_apply(struct na_error *err)
                 seccomp_release(ctx);
                 return na_error_sys(err, -r, "seccomp: synchronise threads");
         }
+        /* Apps (containers) inherit this filter: it must know their ABIs too, or a 32-bit
+         * program in an app is killed at its first system call (the default for an
+         * architecture a filter does not list). On x86-64: i386 and x32 as well. */
+#if defined(__x86_64__)
+        const uint32_t arches[] = { SCMP_ARCH_X86, SCMP_ARCH_X32 };
+        for (size_t i = 0; i < ARRAY_SIZE(arches); i++) {
+                r = seccomp_arch_add(ctx, arches[i]);
+                if (r < 0 && r != -EEXIST) {
+                        seccomp_release(ctx);
+                        return na_error_sys(err, -r, "seccomp: add an architecture");
+                }
+        }
+#endif
         for (size_t i = 0; i < ARRAY_SIZE(denied); i++) {
                 int nr = seccomp_syscall_resolve_name(denied[i]);
                 if (nr == __NR_SCMP_ERROR)
