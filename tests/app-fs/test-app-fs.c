@@ -792,6 +792,75 @@ static void test_move_and_delete(void **state)
         check_outside(f, "deletes");
 }
 
+struct mover {
+        struct fx *f;
+        atomic_bool stop;
+        unsigned long moves;
+};
+
+/* Moves a directory of the tree being deleted up to the volume's root and back, as an app could. */
+static void *move_loop(void *arg)
+{
+        struct mover *m = arg;
+        char *in = pathf("%s/victim/a/b", m->f->vol), *out = pathf("%s/b-escaped", m->f->vol);
+        while (!atomic_load(&m->stop)) {
+                if (rename(in, out) == 0)
+                        m->moves++;
+                if (rename(out, in) == 0)
+                        m->moves++;
+        }
+        free(in);
+        free(out);
+        return NULL;
+}
+
+/*
+ * Delete a tree while its directories move up to the root: an rm -rf that climbed with
+ * ".." would climb from a moved directory into the root (and past it, out of a mounted
+ * volume) and remove what lies there. Only what is below the deleted directory may go.
+ */
+static void test_delete_while_moving(void **state)
+{
+        struct fx *f = *state;
+        struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(app_fs_write(f->fs, "keep", "keep", 4, NULL, &err), 0);
+        unsigned long done = 0, failed = 0, moves = 0;
+        for (int round = 0; round < 60; round++) {
+                assert_int_equal(app_fs_mkdir(f->fs, "victim/a/b/c/d/e/f/g", &err), 0);
+                for (int i = 0; i < 20; i++) {
+                        char name[64];
+                        snprintf(name, sizeof(name), "victim/a/b/c/d/e/f/g/file%d", i);
+                        assert_int_equal(app_fs_write(f->fs, name, "x", 1, NULL, &err), 0);
+                        snprintf(name, sizeof(name), "victim/a/b/c/file%d", i);
+                        assert_int_equal(app_fs_write(f->fs, name, "x", 1, NULL, &err), 0);
+                }
+                struct mover m = { .f = f };
+                pthread_t th;
+                assert_int_equal(pthread_create(&th, NULL, move_loop, &m), 0);
+                int r = app_fs_delete(f->fs, "victim", &err);
+                atomic_store(&m.stop, true);
+                pthread_join(th, NULL);
+                moves += m.moves;
+                if (r == 0)
+                        done++;
+                else
+                        failed++;
+                na_error_clear(&err);
+                struct app_fs_text t;
+                if (app_fs_read_text(f->fs, "keep", 0, 10, &t, &err) < 0)
+                        fail_msg("round %d: a file beside the deleted tree is gone: %s", round, err.message);
+                assert_string_equal(t.content, "keep");
+                app_fs_text_clear(&t);
+                check_outside(f, "a delete racing moves");
+                (void)app_fs_delete(f->fs, "victim", &err);
+                na_error_clear(&err);
+                (void)app_fs_delete(f->fs, "b-escaped", &err);
+                na_error_clear(&err);
+        }
+        fprintf(stderr, "delete race: %lu deleted, %lu refused, %lu moves\n", done, failed, moves);
+        assert_int_equal(app_fs_delete(f->fs, "keep", &err), 0);
+}
+
 static void test_list_bound(void **state)
 {
         struct fx *f = *state;
@@ -849,6 +918,7 @@ int main(void)
                 cmocka_unit_test(test_write_and_ownership),
                 cmocka_unit_test(test_chmod_utimens),
                 cmocka_unit_test(test_move_and_delete),
+                cmocka_unit_test(test_delete_while_moving),
                 cmocka_unit_test(test_list_bound),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
