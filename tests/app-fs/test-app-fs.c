@@ -1,12 +1,10 @@
 /*
  * The safe path layer (drivers/app/app-fs*.c) on a real directory, as root: a table
  * of hostile paths run through every operation (each refused with the contract's code
- * and the canary beside the volume checked unchanged after each), a directory swapped
- * for a symbolic link between resolution and use and in a racing thread, hard links
- * to a file outside, UTF-8 boundaries of read_text, ownership of what is created,
- * move and delete of directories, and a listing cut at its bound.
- *
- * Layout: <tmp>/outside/{canary, dir/} beside <tmp>/vol, the volume.
+ * and the canary beside the volume checked unchanged after each), hard links to a file
+ * outside, UTF-8 boundaries of read_text, ownership of what is created, chmod and
+ * utimens, move and delete of directories, and a listing cut at its bound. The races
+ * are in test-app-fs-race.c; the fixture in fs-fixture.h.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,223 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include "common/unit.h"
-#include "drivers/app/app-fs.h"
-
-#define UID 1000065536u
-#define GID 1000065537u
-#define CANARY "canary: nothing outside the volume may change\n"
-
-struct fx {
-        char *dir, *vol, *outside, *canary;
-        struct stat canary_st;
-        struct app_fs *fs;
-};
-
-static char *pathf(const char *fmt, ...) _printf_(1, 2);
-static char *pathf(const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        char *s = NULL;
-        if (vasprintf(&s, fmt, ap) < 0)
-                abort();
-        va_end(ap);
-        return s;
-}
-
-static void must(int r, const char *what)
-{
-        if (r < 0)
-                fail_msg("%s: %s", what, strerror(errno));
-}
-
-static void vsymlink(struct fx *f, const char *target, const char *name)
-{
-        char *p = pathf("%s/%s", f->vol, name);
-        must(symlink(target, p), p);
-        free(p);
-}
-
-static void vfile(struct fx *f, const char *name, const void *data, size_t len)
-{
-        free(unit_write(f->vol, name, data, len, 0644));
-}
-
-static void vmkdir(struct fx *f, const char *name)
-{
-        char *p = pathf("%s/%s", f->vol, name);
-        must(mkdir(p, 0755), p);
-        free(p);
-}
-
-static int setup(void **state)
-{
-        if (geteuid() != 0) {
-                fprintf(stderr, "needs root (owners of created files)\n");
-                exit(77);
-        }
-        struct fx *f = calloc(1, sizeof(*f));
-        f->dir = unit_tmpdir("app-fs");
-        f->vol = pathf("%s/vol", f->dir);
-        f->outside = pathf("%s/outside", f->dir);
-        must(mkdir(f->vol, 0755), "mkdir vol");
-        must(chown(f->vol, UID, GID), "chown vol");
-        must(mkdir(f->outside, 0755), "mkdir outside");
-        free(unit_write_str(f->outside, "canary", CANARY, 0600));
-        char *od = pathf("%s/dir", f->outside);
-        must(mkdir(od, 0755), od);
-        free(od);
-        f->canary = pathf("%s/canary", f->outside);
-        must(stat(f->canary, &f->canary_st), "stat canary");
-
-        /* Links that leave, in every way a volume can hold one. */
-        vsymlink(f, "/etc", "etc");
-        vsymlink(f, "../outside", "up");
-        vsymlink(f, "c2", "c1");
-        vsymlink(f, "c3", "c2");
-        vsymlink(f, "../outside", "c3");
-        vsymlink(f, "/proc/self/root", "proc");
-        vsymlink(f, "/proc/self/cwd", "cwd");
-        vsymlink(f, "..", "dotdot");
-        vmkdir(f, "deep");
-        vsymlink(f, "../../outside", "deep/x");
-        char *abs = pathf("%s", f->outside);
-        vsymlink(f, abs, "abs");
-        free(abs);
-        vsymlink(f, "sub/../../outside", "mixed");
-        /* And ones that stay inside. */
-        vmkdir(f, "sub");
-        vfile(f, "sub/file.txt", "inside\n", 7);
-        vsymlink(f, "sub/file.txt", "inlink");
-        vsymlink(f, "../sub", "deep/back");
-        vfile(f, "mine", "mine\n", 5);
-
-        struct na_error err = NA_ERROR_INIT;
-        if (app_fs_open(f->vol, UID, GID, &f->fs, &err) < 0)
-                fail_msg("open: %s", err.message);
-        *state = f;
-        return 0;
-}
-
-static int teardown(void **state)
-{
-        struct fx *f = *state;
-        app_fs_close(f->fs);
-        unit_rmrf_free(f->dir);
-        free(f->vol);
-        free(f->outside);
-        free(f->canary);
-        free(f);
-        return 0;
-}
-
-/* The canary is byte for byte, owner, mode and time what it was; outside holds exactly {canary, dir}, dir empty. */
-static void check_outside(struct fx *f, const char *after)
-{
-        size_t len = 0;
-        char *c = unit_slurp(f->canary, &len);
-        if (!c || len != strlen(CANARY) || memcmp(c, CANARY, len))
-                fail_msg("after %s: the canary changed", after);
-        free(c);
-        struct stat st;
-        must(stat(f->canary, &st), "stat canary");
-        if (st.st_ino != f->canary_st.st_ino || st.st_uid != 0 || (st.st_mode & 07777) != 0600 ||
-            st.st_mtim.tv_sec != f->canary_st.st_mtim.tv_sec || st.st_mtim.tv_nsec != f->canary_st.st_mtim.tv_nsec)
-                fail_msg("after %s: the canary's inode, owner, mode or time changed", after);
-        if (unit_dir_entries(f->outside) != 2)
-                fail_msg("after %s: outside holds %d entries", after, unit_dir_entries(f->outside));
-        char *od = pathf("%s/dir", f->outside);
-        if (unit_dir_entries(od) != 0)
-                fail_msg("after %s: outside/dir is not empty", after);
-        free(od);
-        if (unit_dir_entries(f->dir) != 2)
-                fail_msg("after %s: the test directory holds %d entries", after, unit_dir_entries(f->dir));
-        /* The /etc paths of the table name a file that must never come to exist. */
-        if (access("/etc/na-app-fs-test", F_OK) == 0)
-                fail_msg("after %s: /etc/na-app-fs-test exists", after);
-}
-
-enum op {
-        OP_LIST, OP_READ, OP_WRITE, OP_WRITE_AT, OP_MKDIR, OP_MOVE_FROM, OP_MOVE_TO, OP_DELETE, OP_STAT, OP_OPEN,
-        OP_CHMOD, OP_UTIMENS, OP_N
-};
-static const char *const op_names[OP_N] = { "list",    "read_text", "write", "write at",  "mkdir", "move from",
-                                            "move to", "delete",    "stat",  "open_read", "chmod", "utimens" };
-
-static int run_op(struct fx *f, enum op op, const char *path, struct na_error *err)
-{
-        switch (op) {
-        case OP_LIST: {
-                struct app_fs_listing l;
-                int r = app_fs_list(f->fs, path, 0, &l, err);
-                if (r == 0)
-                        app_fs_listing_clear(&l);
-                return r;
-        }
-        case OP_READ: {
-                struct app_fs_text t;
-                int r = app_fs_read_text(f->fs, path, 0, 524288, &t, err);
-                if (r == 0)
-                        app_fs_text_clear(&t);
-                return r;
-        }
-        case OP_WRITE:
-                return app_fs_write(f->fs, path, "pwned\n", 6, NULL, err);
-        case OP_WRITE_AT: {
-                struct app_fs_write_opts o = { .in_place = true, .offset = 0, .truncate = true };
-                return app_fs_write(f->fs, path, "pwned\n", 6, &o, err);
-        }
-        case OP_MKDIR:
-                return app_fs_mkdir(f->fs, path, err);
-        case OP_MOVE_FROM:
-                return app_fs_move(f->fs, path, "moved-here", err);
-        case OP_MOVE_TO:
-                return app_fs_move(f->fs, "mine", path, err);
-        case OP_DELETE:
-                return app_fs_delete(f->fs, path, err);
-        case OP_STAT: {
-                struct proto_app_file_entry e;
-                return app_fs_stat(f->fs, path, &e, err);
-        }
-        case OP_CHMOD:
-                return app_fs_chmod(f->fs, path, 0777, err);
-        case OP_UTIMENS: {
-                struct timespec ts[2] = { { .tv_sec = 1 }, { .tv_sec = 1 } };
-                return app_fs_utimens(f->fs, path, ts, err);
-        }
-        default: {
-                int fd;
-                struct stat st;
-                int r = app_fs_open_read(f->fs, path, &fd, &st, err);
-                if (r == 0)
-                        close(fd);
-                return r;
-        }
-        }
-}
-
-static const char *op_field(enum op op)
-{
-        return op == OP_MOVE_FROM ? "from" : op == OP_MOVE_TO ? "to" : "path";
-}
-
-static bool has_field_error(const struct na_error *err, const char *field, const char *want)
-{
-        json_t *a = err->details ? json_object_get(json_object_get(err->details, field), "_errors") : NULL;
-        size_t i;
-        json_t *m;
-        json_array_foreach(a, i, m) if (strstr(json_string_value(m), want)) return true;
-        return false;
-}
+#include "fs-fixture.h"
 
 static void test_hostile_paths(void **state)
 {
@@ -342,107 +124,6 @@ static void test_links_themselves(void **state)
         check_outside(f, "deleting links");
 }
 
-/* A directory swapped for a link to outside after its fd was taken: the fd still names the directory inside. */
-static void test_swap_between_check_and_use(void **state)
-{
-        struct fx *f = *state;
-        struct na_error err = NA_ERROR_INIT;
-        vmkdir(f, "sw");
-        vfile(f, "sw/canary", "mine", 4);
-        int dir;
-        const char *name;
-        assert_int_equal(app_fs_resolve_parent(f->fs, "path", "sw/canary", &dir, &name, &err), 0);
-        char *sw = pathf("%s/sw", f->vol), *moved = pathf("%s/sw-real", f->vol);
-        must(rename(sw, moved), "rename");
-        vsymlink(f, "../outside", "sw");
-        /* What the layer does with the parent fd it holds: never reaches outside. */
-        must(unlinkat(dir, name, 0), "unlinkat through the held fd");
-        close(dir);
-        check_outside(f, "unlink through a swapped parent");
-        char *inner = pathf("%s/canary", moved);
-        assert_int_equal(access(inner, F_OK), -1);
-        free(inner);
-        /* And a new resolution sees the link and refuses. */
-        assert_true(app_fs_write(f->fs, "sw/canary", "x", 1, NULL, &err) < 0);
-        assert_true(has_field_error(&err, "path", "leaves"));
-        na_error_clear(&err);
-        unlink(sw);
-        free(sw);
-        free(moved);
-}
-
-struct swapper {
-        struct fx *f;
-        atomic_bool stop;
-        unsigned long swaps;
-};
-
-static void *swap_loop(void *arg)
-{
-        struct swapper *s = arg;
-        char *a = pathf("%s/race", s->f->vol), *b = pathf("%s/race-other", s->f->vol);
-        while (!atomic_load(&s->stop)) {
-                if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0)
-                        s->swaps++;
-        }
-        free(a);
-        free(b);
-        return NULL;
-}
-
-/* A thread swaps a directory and a link to outside as fast as it can while every operation runs on paths below it. */
-static void test_swap_race(void **state)
-{
-        struct fx *f = *state;
-        vmkdir(f, "race");
-        vfile(f, "race/canary", "mine", 4);
-        vsymlink(f, "../outside", "race-other");
-        struct swapper s = { .f = f };
-        pthread_t th;
-        assert_int_equal(pthread_create(&th, NULL, swap_loop, &s), 0);
-        unsigned long ok = 0, refused = 0;
-        for (int i = 0; i < 3000; i++) {
-                for (enum op op = 0; op < OP_N; op++) {
-                        if (op == OP_MOVE_FROM || op == OP_MKDIR)
-                                continue;
-                        struct na_error err = NA_ERROR_INIT;
-                        const char *p = op == OP_LIST ? "race" : "race/canary";
-                        if (op == OP_MOVE_TO)
-                                p = "race/moved";
-                        int r = run_op(f, op, p, &err);
-                        if (r == 0)
-                                ok++;
-                        else if (streq(err.code, NA_E_VALIDATION) || streq(err.code, NA_E_FILE_NOT_FOUND) ||
-                                 streq(err.code, NA_E_INVALID_STATE))
-                                refused++;
-                        else
-                                fail_msg("%s during the race: %s %s", op_names[op], err.code, err.message);
-                        na_error_clear(&err);
-                        if (op == OP_MOVE_TO && r == 0) {
-                                /* Put "mine" back for the next round (it went into the real directory). */
-                                struct na_error e2 = NA_ERROR_INIT;
-                                char *real = pathf("%s/race/moved", f->vol), *other = pathf("%s/race-other/moved", f->vol);
-                                char *mine = pathf("%s/mine", f->vol);
-                                bool back = false;
-                                for (int k = 0; k < 100000 && !back; k++)
-                                        back = rename(real, mine) == 0 || rename(other, mine) == 0;
-                                if (!back)
-                                        fail_msg("moved file lost");
-                                free(real);
-                                free(other);
-                                free(mine);
-                                na_error_clear(&e2);
-                        }
-                }
-        }
-        atomic_store(&s.stop, true);
-        pthread_join(th, NULL);
-        fprintf(stderr, "race: %lu swaps, %lu operations done inside, %lu refused\n", s.swaps, ok, refused);
-        assert_true(s.swaps > 100);
-        assert_true(refused > 0);
-        check_outside(f, "the swap race");
-}
-
 /* Hard links to a file outside (possible only on a plain directory: a volume is its own file system). */
 static void test_hard_links(void **state)
 {
@@ -467,13 +148,6 @@ static void test_hard_links(void **state)
         na_error_clear(&err);
         check_outside(f, "delete of a hard link");
         free(hl);
-}
-
-static void read_ok(struct fx *f, const char *path, uint64_t off, uint32_t limit, struct app_fs_text *t)
-{
-        struct na_error err = NA_ERROR_INIT;
-        if (app_fs_read_text(f->fs, path, off, limit, t, &err) < 0)
-                fail_msg("read %s: %s", path, err.message);
 }
 
 static void test_utf8_boundaries(void **state)
@@ -587,17 +261,6 @@ static void test_utf8_boundaries(void **state)
         assert_string_equal(err.code, NA_E_INVALID_STATE);
         na_error_clear(&err);
         free(buf);
-}
-
-static void check_owner(struct fx *f, const char *name, uid_t uid, gid_t gid, mode_t mode)
-{
-        char *p = pathf("%s/%s", f->vol, name);
-        struct stat st;
-        must(lstat(p, &st), p);
-        if (st.st_uid != uid || st.st_gid != gid || (st.st_mode & 07777) != mode)
-                fail_msg("%s: %u:%u %04o, wanted %u:%u %04o", name, st.st_uid, st.st_gid, st.st_mode & 07777, uid, gid,
-                         mode);
-        free(p);
 }
 
 static void test_write_and_ownership(void **state)
@@ -792,75 +455,6 @@ static void test_move_and_delete(void **state)
         check_outside(f, "deletes");
 }
 
-struct mover {
-        struct fx *f;
-        atomic_bool stop;
-        unsigned long moves;
-};
-
-/* Moves a directory of the tree being deleted up to the volume's root and back, as an app could. */
-static void *move_loop(void *arg)
-{
-        struct mover *m = arg;
-        char *in = pathf("%s/victim/a/b", m->f->vol), *out = pathf("%s/b-escaped", m->f->vol);
-        while (!atomic_load(&m->stop)) {
-                if (rename(in, out) == 0)
-                        m->moves++;
-                if (rename(out, in) == 0)
-                        m->moves++;
-        }
-        free(in);
-        free(out);
-        return NULL;
-}
-
-/*
- * Delete a tree while its directories move up to the root: an rm -rf that climbed with
- * ".." would climb from a moved directory into the root (and past it, out of a mounted
- * volume) and remove what lies there. Only what is below the deleted directory may go.
- */
-static void test_delete_while_moving(void **state)
-{
-        struct fx *f = *state;
-        struct na_error err = NA_ERROR_INIT;
-        assert_int_equal(app_fs_write(f->fs, "keep", "keep", 4, NULL, &err), 0);
-        unsigned long done = 0, failed = 0, moves = 0;
-        for (int round = 0; round < 60; round++) {
-                assert_int_equal(app_fs_mkdir(f->fs, "victim/a/b/c/d/e/f/g", &err), 0);
-                for (int i = 0; i < 20; i++) {
-                        char name[64];
-                        snprintf(name, sizeof(name), "victim/a/b/c/d/e/f/g/file%d", i);
-                        assert_int_equal(app_fs_write(f->fs, name, "x", 1, NULL, &err), 0);
-                        snprintf(name, sizeof(name), "victim/a/b/c/file%d", i);
-                        assert_int_equal(app_fs_write(f->fs, name, "x", 1, NULL, &err), 0);
-                }
-                struct mover m = { .f = f };
-                pthread_t th;
-                assert_int_equal(pthread_create(&th, NULL, move_loop, &m), 0);
-                int r = app_fs_delete(f->fs, "victim", &err);
-                atomic_store(&m.stop, true);
-                pthread_join(th, NULL);
-                moves += m.moves;
-                if (r == 0)
-                        done++;
-                else
-                        failed++;
-                na_error_clear(&err);
-                struct app_fs_text t;
-                if (app_fs_read_text(f->fs, "keep", 0, 10, &t, &err) < 0)
-                        fail_msg("round %d: a file beside the deleted tree is gone: %s", round, err.message);
-                assert_string_equal(t.content, "keep");
-                app_fs_text_clear(&t);
-                check_outside(f, "a delete racing moves");
-                (void)app_fs_delete(f->fs, "victim", &err);
-                na_error_clear(&err);
-                (void)app_fs_delete(f->fs, "b-escaped", &err);
-                na_error_clear(&err);
-        }
-        fprintf(stderr, "delete race: %lu deleted, %lu refused, %lu moves\n", done, failed, moves);
-        assert_int_equal(app_fs_delete(f->fs, "keep", &err), 0);
-}
-
 static void test_list_bound(void **state)
 {
         struct fx *f = *state;
@@ -911,14 +505,11 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hostile_paths),
                 cmocka_unit_test(test_links_themselves),
-                cmocka_unit_test(test_swap_between_check_and_use),
-                cmocka_unit_test(test_swap_race),
                 cmocka_unit_test(test_hard_links),
                 cmocka_unit_test(test_utf8_boundaries),
                 cmocka_unit_test(test_write_and_ownership),
                 cmocka_unit_test(test_chmod_utimens),
                 cmocka_unit_test(test_move_and_delete),
-                cmocka_unit_test(test_delete_while_moving),
                 cmocka_unit_test(test_list_bound),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
