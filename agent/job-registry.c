@@ -9,6 +9,7 @@ extern job_kind_list vps_job_kinds;
 extern job_kind_list metrics_job_kinds;
 extern job_kind_list fw_job_kinds;
 extern job_kind_list app_job_kinds;
+extern job_kind_list app_files_job_kinds;
 
 static const struct job_kind *const *const lists[] = {
         node_job_kinds,
@@ -16,6 +17,7 @@ static const struct job_kind *const *const lists[] = {
         metrics_job_kinds,
         fw_job_kinds,
         app_job_kinds,
+        app_files_job_kinds,
 };
 
 #ifdef NA_TEST_HOOKS

@@ -32,6 +32,7 @@
 #include "proto/app.h"
 
 struct app_conn;
+struct app_fs; /* drivers/app/app-fs.h: the app's volume, every path kept beneath it */
 
 /* From the driver's thread: an event for the next report (type "app.state" or
  * "app.exited", data stolen). Must be thread-safe. */
@@ -90,6 +91,12 @@ struct app_driver {
                       struct na_error *err);
         /* app.delete: container, root layer, volume, output, ids: nothing left. Unknown id: 0. */
         int (*remove)(struct app_conn *conn, const char *app_id, struct na_error *err);
+        /*
+         * The app's volume for app.files.*: FILE_ACCESS_DISABLED (403) when its template
+         * refuses file access. Close *ret with app_fs_close(); every path given to it
+         * stays inside the volume by construction (openat2 beneath its root).
+         */
+        int (*files)(struct app_conn *conn, const char *app_id, struct app_fs **ret, struct na_error *err);
         /* The app's cgroup path relative to the hierarchies (for metrics), into buf. */
         int (*cgroup)(struct app_conn *conn, const char *app_id, char *buf, size_t len, struct na_error *err);
 

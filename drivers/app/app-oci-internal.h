@@ -109,6 +109,7 @@ int app_oci_command_set(struct app_conn *c, const char *id, char *const *command
 int app_oci_console_send(struct app_conn *c, const char *id, const char *line, struct na_error *err);
 int app_oci_output(struct app_conn *c, const char *id, int64_t since_seq, int64_t limit, json_t **ret,
                    struct na_error *err);
+int app_oci_files(struct app_conn *c, const char *id, struct app_fs **ret, struct na_error *err);
 
 /* app-oci-watch.c */
 void app_oci_resume(struct app_conn *c);

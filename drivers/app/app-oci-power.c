@@ -21,6 +21,7 @@
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "drivers/app/app-oci-internal.h"
+#include "drivers/app/app-fs.h"
 #include "drivers/app/app-oci-spec.h"
 #include "drivers/app/app-ring.h"
 #include "drivers/app/app-rootfs.h"
@@ -484,3 +485,26 @@ int app_oci_output(struct app_conn *c, const char *id, int64_t since_seq, int64_
         return r < 0 ? na_error_prefix(err, "app %s: output", id) : 0;
 }
 
+
+int app_oci_files(struct app_conn *c, const char *id, struct app_fs **ret, struct na_error *err)
+{
+        struct app *a = app_get(c, id, err);
+        if (!a)
+                return -ENOENT;
+        if (!a->deploy->tmpl.file_access)
+                return na_error_set(err, EPERM, NA_E_FILE_ACCESS_DISABLED,
+                                    "app %s: template %s does not allow file access", id, a->deploy->tmpl.id);
+        pthread_mutex_lock(&a->op_lock);
+        char img[4200], disk[4200], volume[4300];
+        path_in(a, "disk.img", img, sizeof(img));
+        path_in(a, "disk", disk, sizeof(disk));
+        snprintf(volume, sizeof(volume), "%s/volume", disk);
+        bool mounted = false;
+        int r = app_volume_is_mounted(disk, &mounted, err);
+        if (r >= 0 && !mounted)
+                r = app_volume_mount(img, disk, err); /* after a node reboot, before a start */
+        pthread_mutex_unlock(&a->op_lock);
+        if (r >= 0)
+                r = app_fs_open(volume, a->uid_base, a->uid_base, ret, err);
+        return r < 0 ? na_error_prefix(err, "app %s: files", id) : 0;
+}

@@ -295,6 +295,7 @@ const struct app_driver app_oci_driver = {
         .console_send = app_oci_console_send,
         .output = app_oci_output,
         .remove = app_oci_remove,
+        .files = app_oci_files,
         .cgroup = app_oci_cgroup,
         .image_pull = app_oci_image_pull,
         .image_list = app_oci_image_list,

@@ -307,6 +307,74 @@ def node_reboot(s):
         nothing_left(s, app)
 
 
+@needs("root")
+@with_setup(agent_conf=apps_conf)
+def files(s):
+    """app.files.* through the link on the app's real volume: what is written the app
+    can use; text and binary reads; list, mkdir, move, delete; paths that would leave
+    the volume (including a link the app itself plants) refused with nothing touched
+    outside; the quota; templates that refuse file access."""
+    import base64
+    need_root()
+    app = str(uuid.uuid4())
+    cat = ["/bin/sh", "-c", "ln -s / /home/container/escape; echo ready; "
+           "while read l; do cat \"/home/container/$l\"; echo; done"]
+    ok(app_job(s, "app.deploy", app, deploy_params(template={"command": cat}, plan={"volumeQuotaMB": 32}),
+               timeout=120))
+    ok(app_job(s, "app.power", app, {"action": "start"}))
+    wait_output(s, app, "ready")
+
+    def b64(data):
+        return base64.b64encode(data).decode()
+    failed(app_job(s, "app.files.write", app, {"path": "/nodir/a.txt", "contentBase64": b64(b"x")}),
+           "FILE_NOT_FOUND")
+    ok(app_job(s, "app.files.mkdir", app, {"path": "/config"}))
+    text = "motd=héllo ✓\n".encode()
+    check(ok(app_job(s, "app.files.write", app, {"path": "/config/server.properties",
+                                                 "contentBase64": b64(text)}))["bytes"] == len(text))
+    r = ok(app_job(s, "app.files.read_text", app, {"path": "/config/server.properties"}))
+    check(r["content"] == text.decode() and not r["binary"] and not r["truncated"], r)
+    ok(app_job(s, "app.console.send", app, {"line": "config/server.properties"}))
+    wait_output(s, app, "motd=héllo ✓")  # the app reads what the panel wrote
+    ok(app_job(s, "app.files.write", app, {"path": "/blob.bin", "contentBase64": b64(bytes([0xff, 0xfe, 0]))}))
+    r = ok(app_job(s, "app.files.read_text", app, {"path": "/blob.bin"}))
+    check(r["binary"] and "content" not in r, r)
+    names = {e["name"]: e for e in ok(app_job(s, "app.files.list", app, {"path": "/"}))}
+    check(names["config"]["type"] == "directory" and names["escape"]["type"] == "symlink", names)
+    ok(app_job(s, "app.files.move", app, {"from": "/blob.bin", "to": "/config/blob.bin"}))
+    ok(app_job(s, "app.files.delete", app, {"path": "/config"}))
+    failed(app_job(s, "app.files.read_text", app, {"path": "/config/server.properties"}), "FILE_NOT_FOUND")
+
+    canary = os.path.join(s.tmp, "canary")
+    with open(canary, "w") as f:
+        f.write("untouched")
+    hostile = ["../etc/passwd", "/../../etc/passwd", "a/../../x", "escape/etc/passwd", "escape" + canary,
+               "/proc/self/root/etc/passwd", "a\u0000b", "", "x" * 300]
+    for path in hostile:
+        for kind, params in (("app.files.read_text", {"path": path}),
+                             ("app.files.write", {"path": path, "contentBase64": b64(b"owned")}),
+                             ("app.files.delete", {"path": path})):
+            res = app_job(s, kind, app, params)
+            check(res["status"] == "failed" and res["error"]["code"] in ("VALIDATION_ERROR", "FILE_NOT_FOUND"),
+                  (kind, path, res))
+    check(open(canary).read() == "untouched", "the canary outside the volume changed")
+    check(os.path.exists("/etc/passwd") and b"owned" not in open("/etc/passwd", "rb").read(), "/etc/passwd")
+
+    chunk = b64(b"\0" * (4 << 20))
+    codes = [app_job(s, "app.files.write", app, {"path": f"/fill{i}", "contentBase64": chunk}, timeout=60)
+             for i in range(10)]
+    check(any(r["status"] == "failed" and r["error"]["code"] == "QUOTA_EXCEEDED" for r in codes),
+          [r["status"] for r in codes])
+
+    managed = str(uuid.uuid4())
+    ok(app_job(s, "app.deploy", managed, deploy_params(template={"fileAccess": False}), timeout=120))
+    err = failed(app_job(s, "app.files.list", managed, {"path": "/"}), "FILE_ACCESS_DISABLED")
+    check(err["httpStatus"] == 403, err)
+    for a in (app, managed):
+        ok(app_job(s, "app.delete", a))
+        nothing_left(s, a)
+
+
 def registry_conf(s):
     """[apps] registry: a real docker-registry on loopback with the test CA, holding
     busybox pushed by skopeo; the local store starts empty."""
@@ -377,4 +445,4 @@ def hostile_image(s):
 
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [lifecycle, managed_command, crash_loop, limits, agent_killed,
-                                                node_reboot, from_registry, hostile_image]}))
+                                                node_reboot, from_registry, files, hostile_image]}))

@@ -218,7 +218,7 @@ def malformed(s):
         {"id": ids[0], "kind": "node.status", "attempt": "one", "target": node, "createdAt": now_iso()},
         {"id": ids[1], "kind": "vps.teleport", "attempt": 1, "target": node, "createdAt": now_iso()},
         {"id": ids[2], "kind": "test.sleep", "attempt": 1, "target": node, "createdAt": now_iso(),
-         "params": {"blob": "x" * (2 << 20)}},
+         "params": {"blob": "x" * (7 << 20)}},
         {"id": ids[3], "kind": "node.status", "attempt": 1, "target": node},
         {"id": ids[4], "kind": "node.status", "attempt": 1, "target": {"type": "vps", "id": str(uuid.uuid4())},
          "createdAt": now_iso()},

@@ -268,7 +268,7 @@ static void test_params_bound(void **state)
         big[n] = 'a';
         big[n + 1] = '\0';
         assert_int_equal(decode_with("params", json_pack("{s:s}", "x", big), &job, &err), -EINVAL);
-        assert_field(&err, "params", "must be at most 1048576 bytes");
+        assert_field(&err, "params", "must be at most 6291456 bytes");
         assert_null(job.params);
         proto_job_clear(&job);
         free(big);
