@@ -1,0 +1,580 @@
+#!/usr/bin/python3
+"""Apps benchmark (issue 10, item 11). Prints figures beside their targets; asserts
+nothing about timing. Root only (exit 77 otherwise).
+
+  start    `app.power start` of a busybox app (`echo ready; exec sleep`) through the
+           controller link, N times (start, then kill): p50/p99 of
+             - the start job's own duration in the agent (durationMs) and the round
+               trip enqueue -> result (the state it returns: running),
+             - enqueue -> the app.state `running` event (its `at`, ms resolution),
+             - enqueue -> the first output line `ready` seen in the ring: timed here
+               by inotify on <state_dir>/apps/apps/<id>/ (output.0 parsed at each
+               change), so no app.output polling is in the figure;
+           beside the peer, bare crun: the app's own generated bundle (config.json,
+           cgroupsPath changed, same rootfs and volume) run N times as
+           `crun --root R --cgroup-manager=cgroupfs run -d --bundle B ID` from a
+           private mount namespace (`/usr/bin/unshare -m --propagation private` running
+           this script in --peer mode, which unmounts /sys/fs/cgroup/unified when this
+           host is a cgroup hybrid), timed from the spawn of crun to the container's
+           first output line read from its stdout pipe. Ratio target <= 1.5x.
+  memory   the agent's RssAnon before any app and with M apps running (each busybox
+           `sleep`, memoryMB 16, volumeQuotaMB 16), growth per app (target <= 4 KB),
+           and every monitor's VmRSS / RssAnon (target <= 1 MB RSS).
+  output   one app writes 100-byte lines at 50 MB/s for S seconds (`yes | head -c`
+           per second, paced by `date +%s`); the agent's and the monitor's CPU
+           (utime+stime from /proc/<pid>/stat) over the interval, and the bytes that
+           really reached the ring (its seq count x 100, read from the ring files).
+
+Run: sudo python3 bench/app/bench_app.py [--quick]   (NA_BUILD_DIR picks the build;
+default <source>/build). --quick: 10 starts, 20 apps, 3 s of output.
+"""
+import argparse
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("NA_SOURCE_DIR", SRC)
+os.environ.setdefault("NA_BUILD_DIR", os.path.join(SRC, "build"))
+sys.path.insert(0, os.path.join(SRC, "tests", "harness"))
+from nodeagent_harness import BUILD, NODEAGENTD, Setup, check, private_netns, wait_for  # noqa: E402
+
+CRUN = "/usr/bin/crun"
+UNSHARE = "/usr/bin/unshare"
+UMOUNT = "/usr/bin/umount"
+UNIFIED = "/sys/fs/cgroup/unified"
+PEER_CGROUP = "nodeagent-bench-peer"
+MONITOR = os.path.join(BUILD, "monitor", "nodeagent-monitor")
+MKIMAGE = os.path.join(SRC, "tests", "app", "mkimage.py")
+READY = ["/bin/sh", "-c", "echo ready; exec sleep 100000"]
+LINE = 100  # bytes per output line in the output part, newline included
+REC_HDR = 25  # ring record: u32 len, u32 crc32c, u64 seq, i64 ts_ms, u8 stream, then len bytes
+
+
+# ---- small helpers --------------------------------------------------------------
+
+def pct(values, p):
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    return v[min(len(v) - 1, max(0, int(round(p / 100.0 * len(v) + 0.5)) - 1))]
+
+
+def met(ok):
+    return "met" if ok else "NOT MET"
+
+
+def proc_status_kb(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "Threads"):
+                out[k] = int(v.split()[0])
+    return out
+
+
+def cpu_ticks(pid):
+    """utime + stime of pid, in clock ticks (fields 14 and 15 of /proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])
+
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def read_ring(appdir):
+    """Every valid record of the app's ring files: [(seq, ts_ms, stream, text bytes)],
+    sorted by seq. Read without the lock: a torn tail is simply not yet a record."""
+    recs = []
+    for seg in ("output.0", "output.1"):
+        try:
+            with open(os.path.join(appdir, seg), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        pos = 0
+        while pos + REC_HDR <= len(data):
+            ln, _crc, seq, ts, stream = struct.unpack_from("<IIQqB", data, pos)
+            if ln > 8192 or pos + REC_HDR + ln > len(data):
+                break
+            recs.append((seq, ts, stream, data[pos + REC_HDR:pos + REC_HDR + ln]))
+            pos += REC_HDR + ln
+    recs.sort()
+    return recs
+
+
+def ring_last_seq(appdir):
+    recs = read_ring(appdir)
+    return recs[-1][0] if recs else 0
+
+
+class Inotify:
+    """inotify on one directory through libc (the standard library has no binding)."""
+    IN_MODIFY, IN_CREATE, IN_MOVED_TO = 0x2, 0x100, 0x80
+
+    def __init__(self, path):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_CLOEXEC | os.O_NONBLOCK)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        if self.libc.inotify_add_watch(self.fd, path.encode(), self.IN_MODIFY | self.IN_CREATE | self.IN_MOVED_TO) < 0:
+            os.close(self.fd)
+            raise OSError(ctypes.get_errno(), f"inotify_add_watch {path}")
+
+    def wait(self, timeout):
+        r, _, _ = select.select([self.fd], [], [], timeout)
+        if r:
+            try:
+                while os.read(self.fd, 65536):
+                    pass
+            except BlockingIOError:
+                pass
+        return bool(r)
+
+    def close(self):
+        os.close(self.fd)
+
+
+def watch_first_line(appdir, after_seq, text, result, stop):
+    """Thread body: result['t'] = time.time() when a stdout record `text` with seq >
+    after_seq is in the ring (seen through inotify), result['ts'] its ts_ms."""
+    ino = Inotify(appdir)
+    try:
+        want = text.encode()
+        while not stop.is_set():
+            for seq, ts, stream, body in read_ring(appdir):
+                if seq > after_seq and stream == 1 and body == want:
+                    result["t"], result["ts"] = time.time(), ts
+                    return
+            ino.wait(0.2)
+    finally:
+        ino.close()
+
+
+# ---- the agent side -------------------------------------------------------------
+
+class Bench:
+    def __init__(self, s):
+        self.s = s
+        self.apps = []  # every app deployed, for the cleanup
+
+    def appdir(self, app):
+        return os.path.join(self.s.agent.state_dir, "apps", "apps", app)
+
+    def job(self, kind, app, params=None, timeout=120):
+        jid = self.s.controller.enqueue(kind, params or {}, target={"type": "app", "id": app})
+        return self.s.controller.wait_results([jid], timeout)[jid]["results"][0]
+
+    def ok(self, kind, app, params=None, timeout=120):
+        res = self.job(kind, app, params, timeout)
+        check(res["status"] == "succeeded", f"{kind} {app}: {res}")
+        return res
+
+    def jobs_ok(self, kind, apps, params_of, timeout):
+        ids = self.s.controller.enqueue_many([{"kind": kind, "params": params_of(a), "target": {"type": "app", "id": a}}
+                                              for a in apps])
+        got = self.s.controller.wait_results(ids, timeout)
+        bad = [got[i]["results"][0] for i in ids if got[i]["results"][0]["status"] != "succeeded"]
+        check(not bad, f"{len(bad)} of {len(ids)} {kind} failed, first: {bad[:1]}")
+
+    def deploy_params(self, name, command, memory_mb=16, quota_mb=16):
+        return {"name": name, "hostname": name, "type": "app", "version": "1", "sftpUsername": name,
+                "template": {"id": "bench", "image": "busybox:1", "command": command, "customCommand": True},
+                "plan": {"cpuCores": 1, "memoryMB": memory_mb, "volumeQuotaMB": quota_mb}}
+
+    def deploy(self, command, name="bench", memory_mb=16, quota_mb=16):
+        app = str(uuid.uuid4())
+        self.apps.append(app)
+        self.ok("app.deploy", app, self.deploy_params(name, command, memory_mb, quota_mb), timeout=300)
+        return app
+
+    def events(self, kind, app):
+        return [e for r in self.s.controller.state()["reports"] for e in r.get("events", [])
+                if e["type"] == kind and e["targetId"] == app]
+
+    def monitor_pids(self):
+        pids = {}
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{p}/exe") != MONITOR:
+                    continue
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"--dir" in argv:
+                d = argv[argv.index(b"--dir") + 1].decode()
+                if d.startswith(self.s.tmp):
+                    pids[os.path.basename(d)] = int(p)
+        return pids
+
+    def cleanup(self):
+        """Delete every app (in parallel, bounded), then stop the agent."""
+        if self.apps and self.s.agent.proc and self.s.agent.proc.poll() is None:
+            try:
+                ids = self.s.controller.enqueue_many([{"kind": "app.delete", "params": {},
+                                                       "target": {"type": "app", "id": a}} for a in self.apps])
+                got = self.s.controller.wait_results(ids, 600)
+                bad = [got[i]["results"][0] for i in ids if got[i]["results"][0]["status"] != "succeeded"]
+                if bad:
+                    print(f"cleanup: {len(bad)} app.delete failed, first: {bad[0]}", file=sys.stderr)
+            except Exception as e:  # noqa: BLE001 - report and go on: the agent still stops
+                print(f"cleanup: deleting the apps: {e}", file=sys.stderr)
+        left = self.monitor_pids()
+        if left:
+            print(f"cleanup: {len(left)} monitors still running after the deletes", file=sys.stderr)
+        try:
+            self.s.agent.stop(60)
+        except AssertionError as e:
+            print(f"cleanup: {e}", file=sys.stderr)
+
+
+# ---- 1. start latency, beside bare crun ---------------------------------------------
+
+def bench_start(b, n):
+    app = b.deploy(READY, name="start")
+    d = b.appdir(app)
+    # One start to warm the caches (and leave output.0 in place), not counted.
+    b.ok("app.power", app, {"action": "start"})
+    wait_for(lambda: ring_last_seq(d) > 0, 15, "the first output")
+    b.ok("app.power", app, {"action": "kill"})
+
+    rows = []
+    for _ in range(n):
+        after = ring_last_seq(d)
+        seen, stop = {}, threading.Event()
+        th = threading.Thread(target=watch_first_line, args=(d, after, "ready", seen, stop))
+        th.start()
+        t0 = time.time()
+        res = b.ok("app.power", app, {"action": "start"})
+        t_res = time.time()
+        check(res["data"]["state"] == "running", res)
+        th.join(15)
+        stop.set()
+        th.join()
+        check("t" in seen, "the first line did not reach the ring within 15 s")
+        rows.append({"t0": t0, "result": t_res - t0, "duration": res["durationMs"] / 1000.0,
+                     "line": seen["t"] - t0, "line_ts": seen["ts"] / 1000.0 - t0})
+        b.ok("app.power", app, {"action": "kill"})
+
+    # The app.state `running` events, matched to the starts in order.
+    running = sorted(iso_to_epoch(e["at"]) for e in b.events("app.state", app) if e["data"]["state"] == "running")
+    for row in rows:
+        after = [t for t in running if t >= row["t0"] - 0.002]
+        row["event"] = after[0] - row["t0"] if after else float("nan")
+
+    with open(os.path.join(d, "bundle", "config.json")) as f:
+        config = json.load(f)
+    return app, rows, config
+
+
+def iso_to_epoch(s):
+    from datetime import datetime, timezone
+    return datetime.strptime(s.replace("Z", ""), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
+
+
+def bench_peer(b, app, config, n):
+    """crun run of the app's own bundle, n times, from a private mount namespace."""
+    bundle = os.path.join(b.s.tmp, "peer-bundle")
+    root = os.path.join(b.s.tmp, "peer-crun")
+    os.makedirs(bundle, exist_ok=True)
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(config, f)
+    # The app's rootfs and volume are mounted while it is deployed (stopped now): check.
+    check(os.path.isdir(os.path.join(config["root"]["path"], "bin")), f"rootfs {config['root']['path']} is not there")
+    r = subprocess.run([UNSHARE, "-m", "--propagation", "private", "/usr/bin/python3", "-B", os.path.abspath(__file__),
+                        "--peer", bundle, root, str(n)], capture_output=True, text=True, timeout=60 + 5 * n)
+    check(r.returncode == 0, f"peer run failed ({r.returncode}): {r.stderr[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def peer_main(bundle, root, n):
+    """In the private mount namespace: crun run -d, n times, timed to the first line."""
+    if mounted(UNIFIED):
+        subprocess.run([UMOUNT, UNIFIED], check=True)
+    with open(os.path.join(bundle, "config.json")) as f:
+        config = json.load(f)
+    rows = []
+    errf = tempfile.TemporaryFile()
+    cid = None
+    try:
+        for i in range(n + 1):  # the first is a warm-up
+            cid = f"bench-peer-{os.getpid()}-{i}"
+            # A cgroup of its own per run: the last one may still be going away.
+            config["linux"]["cgroupsPath"] = f"/{PEER_CGROUP}/{cid}"
+            with open(os.path.join(bundle, "config.json"), "w") as f:
+                json.dump(config, f)
+            errf.seek(0)
+            errf.truncate()
+            row = peer_run(bundle, root, cid, errf)
+            subprocess.run([CRUN, "--root", root, "delete", "--force", cid], check=True, capture_output=True)
+            cid = None
+            if i:
+                rows.append(row)
+    finally:
+        if cid:
+            subprocess.run([CRUN, "--root", root, "delete", "--force", cid], capture_output=True)
+        time.sleep(0.2)  # the last container's cgroups go away
+        for ctrl in os.listdir("/sys/fs/cgroup"):
+            try:
+                os.rmdir(os.path.join("/sys/fs/cgroup", ctrl, PEER_CGROUP))
+            except OSError:
+                pass
+        try:
+            os.rmdir(os.path.join("/sys/fs/cgroup", PEER_CGROUP))
+        except OSError:
+            pass
+    print(json.dumps(rows))
+    return 0
+
+
+def peer_run(bundle, root, cid, errf):
+    rfd, wfd = os.pipe2(os.O_CLOEXEC)
+    try:
+        t0 = time.perf_counter()
+        p = subprocess.Popen([CRUN, "--root", root, "--cgroup-manager=cgroupfs", "run", "-d", "--bundle", bundle, cid],
+                             stdin=subprocess.DEVNULL, stdout=wfd, stderr=errf)
+        os.close(wfd)
+        wfd = -1
+        pidfd = os.pidfd_open(p.pid)
+        t_exit = t_line = None
+        buf = b""
+        while t_line is None:
+            ready, _, _ = select.select([rfd] + ([pidfd] if t_exit is None else []), [], [], 15)
+            check(ready, f"{cid}: no output within 15 s")
+            now = time.perf_counter()
+            if pidfd in ready:
+                t_exit = now
+                p.wait()
+                if p.returncode != 0:
+                    errf.seek(0)
+                    check(False, f"{cid}: crun run exited {p.returncode}: {errf.read().decode()}")
+            if rfd in ready:
+                chunk = os.read(rfd, 4096)
+                check(chunk, f"{cid}: the container closed its stdout without a line")
+                buf += chunk
+                if b"\n" in buf:
+                    t_line = now
+        if t_exit is None:
+            p.wait()
+            t_exit = time.perf_counter()
+        os.close(pidfd)
+        check(buf.split(b"\n")[0] == b"ready", buf)
+        return {"exit": t_exit - t0, "line": t_line - t0}
+    finally:
+        os.close(rfd)
+        if wfd >= 0:
+            os.close(wfd)
+
+
+def report_start(rows, peer):
+    def ms(key, src):
+        return pct([r[key] for r in src], 50) * 1000, pct([r[key] for r in src], 99) * 1000
+    print(f"start        {len(rows)} x app.power start then kill, busybox `echo ready; exec sleep`:")
+    for key, what in (("duration", "start job in the agent (durationMs; returns running)"),
+                      ("result", "enqueue -> start result at the controller (running)"),
+                      ("event", "enqueue -> app.state running event (its at, ms)"),
+                      ("line", "enqueue -> first line in output.0 (inotify here)"),
+                      ("line_ts", "enqueue -> first line's ring timestamp (monitor, ms)")):
+        p50, p99 = ms(key, rows)
+        print(f"  {what:<56} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms")
+    e50, e99 = ms("exit", peer)
+    l50, l99 = ms("line", peer)
+    print(f"  peer: crun run -d of the same bundle, private mount ns, {len(peer)} runs:")
+    print(f"  {'crun run -d returns (container running)':<56} p50 {e50:7.1f} ms  p99 {e99:7.1f} ms")
+    print(f"  {'crun run -d -> first line on its stdout pipe':<56} p50 {l50:7.1f} ms  p99 {l99:7.1f} ms")
+    a50, a99 = ms("line", rows)
+    d50, _ = ms("duration", rows)
+    r50, r99 = a50 / l50, a99 / l99
+    print(f"  ratio first line, agent (from enqueue) / bare crun: p50 {r50:.2f}x  p99 {r99:.2f}x  "
+          f"(target <= 1.5x: {met(r50 <= 1.5)})")
+    print(f"  ratio running, agent start job / crun run -d returns: p50 {d50 / e50:.2f}x")
+
+
+# ---- 2. memory with many apps --------------------------------------------------------
+
+def bench_memory(b, n):
+    agent_pid = b.s.agent.proc.pid
+    time.sleep(1)
+    before = proc_status_kb(agent_pid)
+    fds_before = len(os.listdir(f"/proc/{agent_pid}/fd"))
+    apps = [str(uuid.uuid4()) for _ in range(n)]
+    b.apps.extend(apps)
+    t0 = time.time()
+    # One job at a time: concurrent deploys or starts can deadlock in the agent (idmap_userns
+    # in drivers/app/app-rootfs.c forks and, without exec, keeps the pipes of other threads
+    # open; two such children wait for each other's EOF for ever).
+    for a in apps:
+        b.ok("app.deploy", a, b.deploy_params(f"m{a[:8]}", ["/bin/sleep", "100000"]), timeout=300)
+    t_dep = time.time() - t0
+    deployed = proc_status_kb(agent_pid)
+    t0 = time.time()
+    for a in apps:
+        b.ok("app.power", a, {"action": "start"})
+    t_start = time.time() - t0
+    mons = wait_for(lambda: (lambda m: m if len(m) >= n else None)(b.monitor_pids()), 30, f"{n} monitors")
+    time.sleep(2)
+    after = proc_status_kb(agent_pid)
+    mon = [proc_status_kb(p) for p in mons.values()]
+    growth = (after["RssAnon"] - before["RssAnon"]) / n
+    print(f"memory       {n} apps (busybox sleep, memoryMB 16, volumeQuotaMB 16): deployed in {t_dep:.1f} s, "
+          f"started in {t_start:.1f} s")
+    print(f"  agent      before: VmRSS {before['VmRSS']} KB, RssAnon {before['RssAnon']} KB; with {n} running: "
+          f"VmRSS {after['VmRSS']} KB, RssAnon {after['RssAnon']} KB")
+    print(f"  agent      RssAnon {deployed['RssAnon']} KB with the {n} deployed, before their start: "
+          f"{(deployed['RssAnon'] - before['RssAnon']) / n:.1f} KB per app deployed, "
+          f"{(after['RssAnon'] - deployed['RssAnon']) / n:.1f} KB per app started; RssFile "
+          f"{before['RssFile']} -> {after['RssFile']} KB, RssShmem {before['RssShmem']} -> {after['RssShmem']} KB")
+    print(f"  agent      threads {before['Threads']} -> {after['Threads']}, open files {fds_before} -> "
+          f"{len(os.listdir(f'/proc/{agent_pid}/fd'))}")
+    print(f"  agent      RssAnon growth {growth:.1f} KB per app  (target <= 4 KB: {met(growth <= 4)})")
+    rss = [m["VmRSS"] for m in mon]
+    anon = [m["RssAnon"] for m in mon]
+    print(f"  monitors   {len(mon)}: VmRSS min {min(rss)} / p50 {pct(rss, 50)} / max {max(rss)} KB, RssAnon min "
+          f"{min(anon)} / p50 {pct(anon, 50)} / max {max(anon)} KB  (target RSS <= 1024 KB: {met(max(rss) <= 1024)})")
+    t0 = time.time()
+    b.jobs_ok("app.delete", apps, lambda a: {}, 60 + 10 * n)
+    for a in apps:
+        b.apps.remove(a)
+    check(not b.monitor_pids(), "monitors left after the deletes")
+    print(f"  deleted    {n} apps in {time.time() - t0:.1f} s")
+
+
+# ---- 3. agent CPU while an app writes 50 MB/s -----------------------------------------
+
+def writer_command(mb_per_sec, seconds):
+    per_sec = mb_per_sec * 1024 * 1024
+    line = "x" * (LINE - 1)
+    script = (f"echo start; t=$(date +%s); i=0; while [ $i -lt {seconds} ]; do i=$((i+1)); "
+              f"yes {line} | head -c {per_sec}; "
+              f"while [ $(date +%s) -lt $((t+i)) ]; do sleep 0.02; done; done; echo done; exec sleep 100000")
+    return ["/bin/sh", "-c", script]
+
+
+def bench_output(b, mb_per_sec, seconds, idle_sec):
+    app = b.deploy(writer_command(mb_per_sec, seconds), name="output", memory_mb=64)
+    d = b.appdir(app)
+    agent_pid = b.s.agent.proc.pid
+    # The agent's CPU while idle (this app deployed, stopped), for comparison.
+    i0, ti0 = cpu_ticks(agent_pid), time.time()
+    time.sleep(idle_sec)
+    idle = (cpu_ticks(agent_pid) - i0) / HZ / (time.time() - ti0)
+    seq0 = ring_last_seq(d)
+    a0 = cpu_ticks(agent_pid)
+    t0 = time.time()
+    b.ok("app.power", app, {"action": "start"})
+    t_run = time.time()
+    mon = wait_for(lambda: b.monitor_pids().get(app), 10, "the monitor")
+    m0, t_m0 = cpu_ticks(mon), time.time()
+
+    def done():
+        recs = read_ring(d)
+        return recs if any(st == 1 and body == b"done" and seq > seq0 for seq, _, st, body in recs) else None
+
+    # The ring turns over many times a second: only the last line, done, is kept to be read.
+    recs = wait_for(done, seconds * 6 + 30, "the writer's done line", interval=0.2)
+    t1 = time.time()
+    a1 = cpu_ticks(agent_pid)
+    m1 = cpu_ticks(mon)
+    done_seq, done_ts = next((seq, ts) for seq, ts, st, body in recs if st == 1 and body == b"done")
+    lines = done_seq - seq0 - 2  # less the start and done lines (a system line or two of the agent's count too)
+    span = done_ts / 1000.0 - t_run  # from the start result (start printed) to the done line
+    wrote = lines * LINE
+    agent_cpu = (a1 - a0) / HZ
+    mon_cpu = (m1 - m0) / HZ
+    print(f"output       one app writing {LINE}-byte lines at {mb_per_sec} MB/s for {seconds} s "
+          f"(yes | head -c, paced each second):")
+    print(f"  written    {lines} lines = {wrote / 1e6:.1f} MB in {span:.2f} s (ring timestamps): "
+          f"{wrote / span / 1048576:.1f} MiB/s reached the ring (asked: {mb_per_sec} MiB/s)")
+    print(f"  agent CPU  {agent_cpu * 1000:.0f} ms over {t1 - t0:.1f} s (start job included) = "
+          f"{agent_cpu / (t1 - t0) * 100:.2f} % of a core; idle before: {idle * 100:.2f} %")
+    print(f"  monitor    {mon_cpu * 1000:.0f} ms over {t1 - t_m0:.1f} s = "
+          f"{mon_cpu / (t1 - t_m0) * 100:.1f} % of a core  (its RSS now {proc_status_kb(mon)['VmRSS']} KB)")
+    b.ok("app.power", app, {"action": "kill"})
+
+
+# ---- main ---------------------------------------------------------------------
+
+def agent_conf(s):
+    os.chmod(s.tmp, 0o711)  # containers traverse to their root from inside their user namespace
+    images = os.path.join(s.tmp, "app-images")
+    os.makedirs(images, exist_ok=True)
+    subprocess.run([sys.executable, MKIMAGE, "--layout", os.path.join(images, "busybox"), "--tag", "1"],
+                   check=True, capture_output=True)
+    return {"agent": {"log_level": "warn"},
+            "apps": {"images_dir": images, "monitor": MONITOR, "restart_stagger_sec": "0"}}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="10 starts, 20 apps, 3 s of output (the CTest smoke run)")
+    ap.add_argument("--starts", type=int)
+    ap.add_argument("--apps", type=int)
+    ap.add_argument("--mbps", type=int, default=50)
+    ap.add_argument("--seconds", type=int)
+    ap.add_argument("--peer", nargs=3, metavar=("BUNDLE", "ROOT", "N"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.peer:
+        import faulthandler
+        faulthandler.dump_traceback_later(30 + 5 * int(args.peer[2]), exit=True)  # a hang shows where
+        return peer_main(args.peer[0], args.peer[1], int(args.peer[2]))
+    args.starts = args.starts or (10 if args.quick else 100)
+    args.apps = args.apps or (20 if args.quick else 200)
+    args.seconds = args.seconds or (3 if args.quick else 10)
+    if os.geteuid() != 0:
+        print("SKIP: the apps benchmark needs root (mounts, loop devices, user namespaces)")
+        return 77
+    for path in (NODEAGENTD, MONITOR, CRUN, UNSHARE, UMOUNT, "/bin/busybox"):
+        if not os.path.exists(path):
+            print(f"{path} is missing (build the tree, or scripts/deps.sh)", file=sys.stderr)
+            return 1
+    private_netns()  # the agent's firewall never touches the host's ruleset
+    print(f"nodeagent apps benchmark ({os.cpu_count()} CPUs, crun {crun_version()}, build {BUILD})")
+    s = Setup(agent_conf=agent_conf)
+    b = Bench(s)
+    failed = True
+    try:
+        app, rows, config = bench_start(b, args.starts)
+        peer = bench_peer(b, app, config, args.starts)
+        report_start(rows, peer)
+        sys.stdout.flush()
+        b.ok("app.delete", app)
+        b.apps.remove(app)
+        bench_memory(b, args.apps)
+        sys.stdout.flush()
+        bench_output(b, args.mbps, args.seconds, 2 if args.quick else 10)
+        failed = False
+    finally:
+        b.cleanup()
+        s.close(failed)
+    return 0
+
+
+def crun_version():
+    r = subprocess.run([CRUN, "--version"], capture_output=True, text=True)
+    return r.stdout.split("\n")[0].split()[-1] if r.returncode == 0 else "?"
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sys.exit(main())
