@@ -16,14 +16,19 @@ nothing about timing. Root only (exit 77 otherwise).
            private mount namespace (`/usr/bin/unshare -m --propagation private` running
            this script in --peer mode, which unmounts /sys/fs/cgroup/unified when this
            host is a cgroup hybrid), timed from the spawn of crun to the container's
-           first output line read from its stdout pipe. Ratio target <= 1.5x.
-  memory   the agent's RssAnon before any app and with M apps running (each busybox
-           `sleep`, memoryMB 16, volumeQuotaMB 16), growth per app (target <= 4 KB),
-           and every monitor's VmRSS / RssAnon (target <= 1 MB RSS).
+           first output line read from its stdout pipe. Ratio target <= 1.5x. The
+           peer enters its namespace once; the monitor unshares before every crun run,
+           which is part of what the agent's figure pays.
+  memory   the agent's RssAnon before any app, with M apps deployed and with the M
+           running (each busybox `sleep`, memoryMB 16, volumeQuotaMB 16), growth per
+           app (target <= 4 KB), and every monitor's VmRSS / RssAnon (target <= 1 MB
+           RSS). Deploys and starts go one job at a time: concurrent ones can deadlock
+           the agent (see the comment in bench_memory).
   output   one app writes 100-byte lines at 50 MB/s for S seconds (`yes | head -c`
            per second, paced by `date +%s`); the agent's and the monitor's CPU
            (utime+stime from /proc/<pid>/stat) over the interval, and the bytes that
-           really reached the ring (its seq count x 100, read from the ring files).
+           really reached the ring (its seq count x 100, read from the ring files);
+           the agent's idle CPU just before, for comparison.
 
 Run: sudo python3 bench/app/bench_app.py [--quick]   (NA_BUILD_DIR picks the build;
 default <source>/build). --quick: 10 starts, 20 apps, 3 s of output.
@@ -33,7 +38,6 @@ import ctypes
 import json
 import os
 import select
-import shutil
 import signal
 import struct
 import subprocess
@@ -566,8 +570,14 @@ def main():
         failed = False
     finally:
         b.cleanup()
+        # A sanitizer build (-DNA_SANITIZE=ON) reports into the agent's log: say so.
+        reports = [line for line in s.agent.log_text().splitlines()
+                   if "Sanitizer" in line or "runtime error:" in line]
+        if reports:
+            print("the agent's log has sanitizer reports:\n" + "\n".join(reports[:20]), file=sys.stderr)
+            failed = True
         s.close(failed)
-    return 0
+    return 1 if reports else 0
 
 
 def crun_version():
