@@ -50,28 +50,23 @@ static int make_dir(int dir_fd, const char *app_dir, const char *name, mode_t mo
  */
 static int idmap_userns(uid_t uid, gid_t gid, uint32_t count, int *ret_fd, struct na_error *err)
 {
-        int up[2], down[2];
+        int up[2];
         if (pipe2(up, O_CLOEXEC) < 0)
                 return na_error_sys(err, errno, "rootfs: pipe");
-        if (pipe2(down, O_CLOEXEC) < 0) {
-                int e = errno;
-                close(up[0]);
-                close(up[1]);
-                return na_error_sys(err, e, "rootfs: pipe");
-        }
         pid_t pid = fork();
         if (pid == 0) {
-                close(up[0]);
-                close(down[1]);
+                /* Only async-signal-safe calls: the agent has threads. The child holds its
+                 * namespace until the parent kills it: waiting for an end of file instead
+                 * hung when other children, forked meanwhile by other threads, held
+                 * copies of this pipe (never exec'd, close-on-exec never applies). */
                 char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
                 if (write(up[1], &c, 1) != 1 || c != 'y')
                         _exit(1);
-                (void)!read(down[0], &c, 1); /* until the parent has what it needs */
-                _exit(0);
+                for (;;)
+                        pause();
         }
         int r = 0;
         close(up[1]);
-        close(down[0]);
         char c = 0;
         if (pid < 0)
                 r = na_error_sys(err, errno, "rootfs: fork");
@@ -93,10 +88,11 @@ static int idmap_userns(uid_t uid, gid_t gid, uint32_t count, int *ret_fd, struc
                         r = na_error_sys(err, errno, "rootfs: open %s", path);
         }
         close(up[0]);
-        close(down[1]); /* the child reads EOF and exits */
-        if (pid > 0)
+        if (pid > 0) {
+                kill(pid, SIGKILL); /* the namespace lives on in *ret_fd */
                 while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                         ;
+        }
         return r;
 }
 
