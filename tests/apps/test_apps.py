@@ -375,6 +375,30 @@ def files(s):
         nothing_left(s, a)
 
 
+@needs("root")
+@with_setup(agent_conf=apps_conf)
+def parallel(s):
+    """Jobs of different apps run at once (max_parallel_jobs): four deploys, then four
+    starts, all enqueued together, all answered (they once hung each other)."""
+    need_root()
+    apps = [str(uuid.uuid4()) for _ in range(4)]
+    ids = s.controller.enqueue_many([{"kind": "app.deploy", "params": deploy_params(hostname=f"p{i}"),
+                                      "target": {"type": "app", "id": a}} for i, a in enumerate(apps)])
+    for jid, job in s.controller.wait_results(ids, 120).items():
+        ok(job["results"][0])
+    ids = s.controller.enqueue_many([{"kind": "app.power", "params": {"action": "start"},
+                                      "target": {"type": "app", "id": a}} for a in apps])
+    for jid, job in s.controller.wait_results(ids, 120).items():
+        ok(job["results"][0])
+    for a in apps:
+        wait_output(s, a, "ready")
+    ids = s.controller.enqueue_many([{"kind": "app.delete", "target": {"type": "app", "id": a}} for a in apps])
+    for jid, job in s.controller.wait_results(ids, 120).items():
+        ok(job["results"][0])
+    for a in apps:
+        nothing_left(s, a)
+
+
 def registry_conf(s):
     """[apps] registry: a real docker-registry on loopback with the test CA, holding
     busybox pushed by skopeo; the local store starts empty."""
@@ -445,4 +469,5 @@ def hostile_image(s):
 
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [lifecycle, managed_command, crash_loop, limits, agent_killed,
-                                                node_reboot, from_registry, files, hostile_image]}))
+                                                node_reboot, from_registry, files, parallel,
+                                                hostile_image]}))
