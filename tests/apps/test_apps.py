@@ -104,7 +104,7 @@ def nothing_left(s, app):
 def lifecycle(s):
     need_root()
     app = str(uuid.uuid4())
-    hello = s.controller.state()["hellos"][0]["hello"]
+    hello = s.controller.hello()
     check(hello["capabilities"]["appDriver"] == "crun", hello["capabilities"])
     check("app.deploy" in hello["capabilities"]["jobKinds"], hello["capabilities"])
     # Power before deploy: APP_NOT_FOUND.
@@ -300,7 +300,7 @@ def node_reboot(s):
     wait_for(lambda: texts(output(s, running)).count("ready") == 2, 20, "the app started again")
     wait_for(lambda: ok(app_job(s, "app.status", running))["state"] == "running", 10, "running after the reboot")
     check(ok(app_job(s, "app.status", stopped))["state"] == "stopped", "a stopped app was started")
-    inv = s.controller.state()["hellos"][-1]["hello"]["inventory"]["apps"]
+    inv = s.controller.hello(2)["inventory"]["apps"]
     check({a["id"] for a in inv} == {running, stopped}, inv)
     for app in (running, stopped):
         ok(app_job(s, "app.delete", app))

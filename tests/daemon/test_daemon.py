@@ -114,7 +114,7 @@ def drain_timeout(s):
     s.agent.start()
     st = s.agent.status()
     check(st["journal"]["interrupted"] == 1, st)
-    hello = s.controller.state()["hellos"][-1]["hello"]
+    hello = s.controller.hello(s.agent.starts)
     check({"id": jid, "attempt": 1, "state": "interrupted"} in hello["unfinishedJobs"], hello)
 
 

@@ -115,6 +115,13 @@ class Controller:
     def state(self):
         return self.admin("GET", "/admin/state")
 
+    def hello(self, count=1, timeout=15):
+        """The count-th hello (1: the first) once it arrived: the agent says hello from a
+        thread of its own (the inventory is gathered off the loop), so an agent that
+        answers on its control socket may not have said it yet."""
+        wait_for(lambda: len(self.state()["hellos"]) >= count, timeout, f"hello #{count}")
+        return self.state()["hellos"][count - 1]["hello"]
+
     def requests(self):
         return self.admin("GET", "/admin/requests")
 

@@ -131,7 +131,7 @@ def progress_fails_locally(s):
 def vm_driver_none(s):
     """Drivers come from their tables: with [vm] driver = none hello says so, and a
     server job fails as for a node without servers."""
-    hello = s.controller.state()["hellos"][0]["hello"]
+    hello = s.controller.hello()
     caps = hello["capabilities"]
     check(caps["vmDriver"] == "none" and caps["vmDriverUri"] == "" and caps["appDriver"] in ("none", "crun"), caps)
     check(hello["inventory"]["vps"] == [], hello["inventory"])
@@ -159,8 +159,7 @@ def shutdown_with_hung_job(s):
     check("AddressSanitizer" not in s.agent.log_text(), s.agent.log_text())
     # Recorded as started, not finished: it is in hello's unfinishedJobs at the next start.
     s.agent.start()
-    wait_for(lambda: len(s.controller.state()["hellos"]) >= 2, 10, "the second hello")
-    unfinished = s.controller.state()["hellos"][-1]["hello"]["unfinishedJobs"]
+    unfinished = s.controller.hello(2)["unfinishedJobs"]
     check(any(u["id"] == jid for u in unfinished), unfinished)
 
 

@@ -35,7 +35,7 @@ def happy(s):
     check(bad["status"] == "failed" and bad["error"]["code"] == "UNSUPPORTED_JOB" and bad["error"]["httpStatus"] == 400, bad)
     for r in (ok, bad):
         check(r["finishedAt"].endswith("Z") and isinstance(r["durationMs"], int))
-    hello = s.controller.state()["hellos"][0]["hello"]
+    hello = s.controller.hello()
     check(hello["protocol"] == 1 and hello["agentVersion"] and hello["bootId"], hello)
     check({"hostname", "kernel", "cpus", "memoryMB", "cgroup"} <= set(hello["host"]), hello)
     check("node.status" in hello["capabilities"]["jobKinds"] and hello["capabilities"]["firewall"] == "nftables")

@@ -113,7 +113,7 @@ def lifecycle(s):
     run.job("vps.delete")
     run.job("vps.delete")
     run.job("vps.status", ok="VPS_NOT_FOUND")
-    hello_inv = s.controller.state()["hellos"][0]["hello"]["inventory"]
+    hello_inv = s.controller.hello()["inventory"]
     check(hello_inv["vps"] == [], hello_inv)
 
 
