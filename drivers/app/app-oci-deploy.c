@@ -140,7 +140,8 @@ int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_de
                 return na_error_sys(err, ENOMEM, "app %s", id);
         }
         snprintf(a->image_digest, sizeof(a->image_digest), "%s", img.manifest_digest);
-        snprintf(a->lower, sizeof(a->lower), "%s", lower);
+        free(a->lower);
+        a->lower = TAKE_PTR(lower);
         app_image_clear(&img);
 
         na_progress_stage(progress, "creating-volume", 0, NULL);

@@ -31,14 +31,14 @@
 
 struct app {
         char id[APP_ID_LEN + 1];
-        char dir[4096];
+        char *dir;                       /* <storage>/apps/<id> */
         pthread_mutex_t op_lock, st_lock;
 
         /* op_lock: what app.json says. */
         struct proto_app_deploy *deploy; /* decoded from the stored canonical params */
         char **command;                  /* the app's own command (app.command.set); NULL: the template's */
         char image_digest[80];
-        char lower[4096];                /* the unpacked image root */
+        char *lower;                     /* the unpacked image root */
         uint32_t uid_base;
         int64_t created_ms, updated_ms;
         bool want_running;               /* ran before a node reboot: start again */

@@ -87,7 +87,11 @@ int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct n
         }
         snprintf(a->image_digest, sizeof(a->image_digest), "%s",
                  json_string_value(json_object_get(doc, "imageDigest")) ?: "");
-        snprintf(a->lower, sizeof(a->lower), "%s", json_string_value(json_object_get(doc, "lower")) ?: "");
+        free(a->lower);
+        if (!(a->lower = strdup(json_string_value(json_object_get(doc, "lower")) ?: ""))) {
+                app_free(a);
+                return na_error_sys(err, ENOMEM, "app %s", id);
+        }
         a->uid_base = (uint32_t)json_integer_value(json_object_get(doc, "uidBase"));
         a->created_ms = json_integer_value(json_object_get(doc, "createdAt"));
         a->updated_ms = json_integer_value(json_object_get(doc, "updatedAt"));

@@ -31,7 +31,14 @@ struct app *app_new(struct app_conn *c, const char *id)
         if (!a)
                 return NULL;
         snprintf(a->id, sizeof(a->id), "%s", id);
-        snprintf(a->dir, sizeof(a->dir), "%s/%s", c->apps_dir, id);
+        a->dir = na_strdupf("%s/%s", c->apps_dir, id);
+        a->lower = strdup("");
+        if (!a->dir || !a->lower) {
+                free(a->dir);
+                free(a->lower);
+                free(a);
+                return NULL;
+        }
         pthread_mutex_init(&a->op_lock, NULL);
         pthread_mutex_init(&a->st_lock, NULL);
         a->state = PROTO_APP_STOPPED;
@@ -53,6 +60,8 @@ void app_free(struct app *a)
         }
         pthread_mutex_destroy(&a->op_lock);
         pthread_mutex_destroy(&a->st_lock);
+        free(a->dir);
+        free(a->lower);
         free(a);
 }
 
