@@ -21,11 +21,36 @@ static void started_matched(struct monitor *m)
         mon_notify(m, MON_PEND_STARTED);
 }
 
-/* The buffered line of s into the ring (the monitor has nowhere to report a failed append: the line is lost). */
+/*
+ * Complete lines wait in one batch per stream and go into the ring with one append
+ * (one lock, one sync) per read, not one per line: app_ring_append splits a batch at
+ * its newlines. A batch is flushed before anything else reaches the ring (another
+ * stream's lines, a system line) and before every return to the loop, so order and
+ * the clients' notifications are as if each line went alone.
+ */
+#define BATCH_MAX (64u * 1024u)
+static char batch[BATCH_MAX + APP_RING_TEXT_MAX + 2];
+static size_t batch_len;
+static enum app_ring_stream batch_stream;
+
+static void batch_flush(struct monitor *m)
+{
+        if (!batch_len)
+                return;
+        struct na_error err = NA_ERROR_INIT; /* nowhere to report a failed append: the lines are lost */
+        app_ring_append(m->ring, batch_stream, batch, batch_len, NULL, &err);
+        batch_len = 0;
+}
+
+/* The buffered line of s into the batch (and the ring, when the batch is full). */
 static void emit(struct monitor *m, struct mon_stream *s)
 {
-        struct na_error err = NA_ERROR_INIT;
-        app_ring_append(m->ring, s->stream, s->buf, s->len, NULL, &err);
+        if (batch_len && (batch_stream != s->stream || batch_len + s->len + 1 > BATCH_MAX))
+                batch_flush(m);
+        batch_stream = s->stream;
+        memcpy(batch + batch_len, s->buf, s->len);
+        batch_len += s->len;
+        batch[batch_len++] = '\n';
         if (m->have_re && !m->started) {
                 s->buf[s->len] = '\0';
                 if (regexec(&m->started_re, s->buf, 0, NULL, 0) == 0)
@@ -104,6 +129,7 @@ static void stream_read(struct monitor *m, struct mon_stream *s, size_t budget)
 void mon_output_readable(struct monitor *m, int index)
 {
         stream_read(m, &m->out[index], READ_BUDGET);
+        batch_flush(m);
 }
 
 void mon_output_flush_partial(struct monitor *m)
@@ -116,6 +142,7 @@ void mon_output_flush_partial(struct monitor *m)
                         emit(m, &m->out[i]);
                         m->out[i].after_partial = true;
                 }
+        batch_flush(m);
 }
 
 /* Everything still in the pipes (after the container ended), then the unfinished lines. */
@@ -126,10 +153,12 @@ void mon_output_drain(struct monitor *m)
         for (int i = 0; i < 2; i++)
                 if (m->out[i].len > 0)
                         emit(m, &m->out[i]);
+        batch_flush(m);
 }
 
 void mon_system_line(struct monitor *m, const char *text, size_t len)
 {
+        batch_flush(m); /* the output before it stays before it */
         struct na_error err = NA_ERROR_INIT;
         app_ring_append(m->ring, APP_RING_SYSTEM, text, len, NULL, &err);
 }
