@@ -228,14 +228,20 @@ int app_stop_locked(struct app_conn *c, struct app *a, bool kill_now, unsigned g
                 const struct proto_app_stop *stop = &a->deploy->tmpl.stop;
                 bool asked = false;
                 if (!kill_now && stop->kind == PROTO_APP_STOP_LINE) {
+                        /* Said before it is sent: the app's answer comes after it in the output. */
+                        char msg[PROTO_APP_LINE_MAX + 64];
+                        snprintf(msg, sizeof(msg), "stopping: sending the line '%s'", stop->line);
+                        (void)app_ring_append_once(a->dir, APP_RING_SYSTEM, msg, strlen(msg), NULL, &e);
+                        na_error_clear(&e);
                         asked = app_monitor_send_line(a->dir, stop->line, &e) == 0;
                         na_error_clear(&e);
-                        if (asked) {
-                                char msg[PROTO_APP_LINE_MAX + 64];
-                                snprintf(msg, sizeof(msg), "stopping: sent the line '%s'", stop->line);
-                                (void)app_ring_append_once(a->dir, APP_RING_SYSTEM, msg, strlen(msg), NULL, &e);
-                                na_error_clear(&e);
-                        }
+                }
+                if (!kill_now && !asked) {
+                        int sig = stop->kind == PROTO_APP_STOP_SIGNAL ? stop->signal : SIGTERM;
+                        char msg[96];
+                        snprintf(msg, sizeof(msg), "stopping: sending %s", proto_app_signal_name(sig));
+                        (void)app_ring_append_once(a->dir, APP_RING_SYSTEM, msg, strlen(msg), NULL, &e);
+                        na_error_clear(&e);
                 }
                 if (!kill_now && !asked) {
                         int sig = stop->kind == PROTO_APP_STOP_SIGNAL ? stop->signal : SIGTERM;
