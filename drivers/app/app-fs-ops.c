@@ -165,16 +165,10 @@ int app_fs_read_text(struct app_fs *fs, const char *path, uint64_t offset, uint3
         if (limit < 1 || limit > PROTO_APP_FILES_READ_MAX)
                 return app_fs_invalid(err, "limit", "must be between 1 and 524288");
         _cleanup_close_ int fd = -1;
-        int r = app_fs_resolve(fs, "path", path, O_RDONLY | O_NONBLOCK | O_NOCTTY, &fd, err);
+        struct stat st;
+        int r = app_fs_open_read(fs, path, &fd, &st, err);
         if (r < 0)
                 return r;
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return na_error_sys(err, errno, "read %s: stat", path);
-        if (S_ISDIR(st.st_mode))
-                return app_fs_fail(err, EISDIR, "path", path, "read");
-        if (!S_ISREG(st.st_mode))
-                return na_error_set(err, EINVAL, NA_E_INVALID_STATE, "%s: not a regular file", path);
         if (offset > (uint64_t)st.st_size) {
                 char msg[128];
                 snprintf(msg, sizeof(msg), "is past the end of the file (%lld bytes)", (long long)st.st_size);
