@@ -1,7 +1,10 @@
 /* A mountinfo reader (see app-mountinfo.h). */
 #include "drivers/app/app-mountinfo.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <sys/mount.h>
+#include <time.h>
 
 /* Undo mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
 static void unescape(char *s)
@@ -110,4 +113,15 @@ int app_mountinfo_find(const char *mountinfo, const char *point, char **ret_fsty
         else
                 free(c.source);
         return 0;
+}
+
+int app_umount(const char *point, int flags)
+{
+        for (int i = 0;; i++) {
+                if (umount2(point, flags | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL)
+                        return 0;
+                if (errno != EBUSY || i == 50)
+                        return -errno;
+                nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+        }
 }

@@ -28,3 +28,11 @@ int app_mountinfo_foreach(const char *mountinfo, int (*fn)(const struct app_moun
  */
 int app_mountinfo_find(const char *mountinfo, const char *point, char **ret_fstype, char **ret_source,
                        struct na_error *err);
+
+/*
+ * umount2(point, flags | UMOUNT_NOFOLLOW), asked again for up to a second while the
+ * mount is busy: it is for a moment when a child of another thread, between its fork
+ * and its exec, holds a copy of a file under it. 0 (also when nothing is mounted
+ * there: EINVAL) or -errno.
+ */
+int app_umount(const char *point, int flags);

@@ -6,8 +6,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/fileio.h"
 #include "drivers/app/app-image.h"
@@ -44,37 +47,36 @@ static int make_dir(int dir_fd, const char *app_dir, const char *name, mode_t mo
 }
 
 /*
- * A user namespace mapping 0..count-1 onto uid.. and gid..: a child unshares one, we
- * write its maps and keep an fd to it; the child then exits. The namespace lives on
- * as long as the fd (and the idmapped mount made with it).
+ * A user namespace mapping 0..count-1 onto uid.. and gid..: a child is cloned into a
+ * new one, we write its maps, keep an fd to the namespace and kill the child. The
+ * namespace lives on as long as the fd (and the idmapped mount made with it).
+ *
+ * The child shares our table of files (CLONE_FILES) instead of copying it: a copy
+ * held a reference to every file open in the agent at that moment, among them other
+ * threads' mounts (an open_tree fd, a file in an app's volume), whose unmount then
+ * failed with EBUSY while the child lived. It dies with the thread that made it, so
+ * that an agent killed meanwhile leaves none behind (they held a test's output pipe
+ * open forever).
  */
 static int idmap_userns(uid_t uid, gid_t gid, uint32_t count, int *ret_fd, struct na_error *err)
 {
-        int up[2];
-        if (pipe2(up, O_CLOEXEC) < 0)
-                return na_error_sys(err, errno, "rootfs: pipe");
-        pid_t pid = fork();
+        pid_t parent = getpid();
+        /* A raw clone without a new stack: the child runs on a copy of ours, as after
+         * fork, and makes only system calls. */
+        long pid = syscall(SYS_clone, (unsigned long)(CLONE_NEWUSER | CLONE_FILES | SIGCHLD), NULL, NULL, NULL,
+                           NULL);
         if (pid == 0) {
-                /* Only async-signal-safe calls: the agent has threads. The child holds its
-                 * namespace until the parent kills it: waiting for an end of file instead
-                 * hung when other children, forked meanwhile by other threads, held
-                 * copies of this pipe (never exec'd, close-on-exec never applies). */
-                char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-                if (write(up[1], &c, 1) != 1 || c != 'y')
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
                         _exit(1);
                 for (;;)
                         pause();
         }
-        int r = 0;
-        close(up[1]);
-        char c = 0;
         if (pid < 0)
-                r = na_error_sys(err, errno, "rootfs: fork");
-        else if (RETRY_EINTR(read(up[0], &c, 1)) != 1 || c != 'y')
-                r = na_error_set(err, EPERM, NA_E_INTERNAL, "rootfs: cannot make a user namespace for the id map");
+                return na_error_sys(err, errno, "rootfs: cannot make a user namespace for the id map");
+        int r = 0;
         for (int i = 0; r == 0 && i < 2; i++) {
                 char path[64], map[64];
-                snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, i == 0 ? "uid_map" : "gid_map");
+                snprintf(path, sizeof(path), "/proc/%ld/%s", pid, i == 0 ? "uid_map" : "gid_map");
                 int n = snprintf(map, sizeof(map), "0 %u %u\n", i == 0 ? (unsigned)uid : (unsigned)gid, count);
                 _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
                 if (fd < 0 || write(fd, map, (size_t)n) != n)
@@ -82,17 +84,14 @@ static int idmap_userns(uid_t uid, gid_t gid, uint32_t count, int *ret_fd, struc
         }
         if (r == 0) {
                 char path[64];
-                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+                snprintf(path, sizeof(path), "/proc/%ld/ns/user", pid);
                 *ret_fd = open(path, O_RDONLY | O_CLOEXEC);
                 if (*ret_fd < 0)
                         r = na_error_sys(err, errno, "rootfs: open %s", path);
         }
-        close(up[0]);
-        if (pid > 0) {
-                kill(pid, SIGKILL); /* the namespace lives on in *ret_fd */
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-        }
+        kill((pid_t)pid, SIGKILL); /* the namespace lives on in *ret_fd */
+        while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+                ;
         return r;
 }
 
@@ -135,8 +134,8 @@ static int umount_if(const char *app_dir, const char *name, const char *fstype, 
                 return na_error_prefix(err, "rootfs %s", path);
         if (fstype && !streq(found, fstype))
                 return 0;
-        if (umount2(path, UMOUNT_NOFOLLOW) < 0 && errno != EINVAL)
-                return na_error_sys(err, errno, "rootfs: unmount %s", path);
+        if ((r = app_umount(path, 0)) < 0)
+                return na_error_sys(err, -r, "rootfs: unmount %s", path);
         return 0;
 }
 

@@ -344,11 +344,9 @@ int app_volume_umount(const char *dir, struct na_error *err)
                 return r;
         if (!mounted)
                 return 0;
-        if (umount2(dir, UMOUNT_NOFOLLOW) < 0) {
-                if (errno == EINVAL || errno == ENOENT)
-                        return 0;
-                return na_error_sys(err, errno, "volume: unmount %s", dir);
-        }
+        r = app_umount(dir, 0);
+        if (r < 0 && r != -ENOENT)
+                return na_error_sys(err, -r, "volume: unmount %s", dir);
         return 0;
 }
 

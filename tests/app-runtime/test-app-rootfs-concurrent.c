@@ -5,6 +5,12 @@
  * with copies of every pipe, held off forever: two concurrent deploys or starts hung.
  * Here four threads mount and remove roots at the same time; an alarm turns a hang
  * into a failure.
+ *
+ * A fifth thread forks, every 0.2 ms, children that live 20 ms without exec'ing, as
+ * the agent's spawns of crun do for a moment: each holds a copy of every file open at
+ * its fork, and an unmount under one failed with EBUSY (seen in CI: "unmount
+ * .../lower: Device or resource busy"). Unmounts now wait that moment out, and the
+ * id-map child shares the table of files instead of copying it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "drivers/app/app-rootfs.h"
@@ -23,6 +31,24 @@
 #define ROUNDS 15
 
 static char base[64];
+static volatile int done;
+
+static void *spawner(void *arg)
+{
+        (void)arg;
+        while (!done) {
+                if (fork() == 0) {
+                        nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+                        _exit(0);
+                }
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+                nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000 }, NULL);
+        }
+        while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+                ;
+        return NULL;
+}
 
 static void *worker(void *arg)
 {
@@ -53,7 +79,8 @@ static void test_concurrent_roots(void **state)
 {
         (void)state;
         alarm(120);
-        pthread_t t[THREADS];
+        pthread_t t[THREADS], sp;
+        assert_int_equal(pthread_create(&sp, NULL, spawner, NULL), 0);
         for (long i = 0; i < THREADS; i++)
                 assert_int_equal(pthread_create(&t[i], NULL, worker, (void *)i), 0);
         for (int i = 0; i < THREADS; i++) {
@@ -62,6 +89,8 @@ static void test_concurrent_roots(void **state)
                 if (res)
                         fail_msg("thread %d failed at %s", i, (const char *)res);
         }
+        done = 1;
+        pthread_join(sp, NULL);
         alarm(0);
 }
 
