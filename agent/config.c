@@ -14,7 +14,8 @@
 #include "common/fileio.h"
 #include "common/uuid.h"
 
-enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN, K_BACKOFF };
+enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN, K_BACKOFF,
+                K_LISTEN_ANY /* ADDRESS:PORT on any address; empty: off */ };
 
 struct key_def {
         const char *section;
@@ -66,6 +67,11 @@ static const struct key_def keys[] = {
         { "apps", "id_base", K_UINT, OFF(apps_id_base), false, "1000000000", 65536, 4000000000 },
         { "apps", "restart_stagger_sec", K_UINT, OFF(apps_restart_stagger_sec), false, "2", 0, 3600 },
         { "apps", "crash_backoff_ms", K_BACKOFF, OFF(apps_crash_backoff_ms), false, "1000,10000,60000", 0, 0 },
+        { "apps", "sftp_listen", K_LISTEN_ANY, OFF(apps_sftp_listen), false, "0.0.0.0:2022", 0, 0 },
+        { "apps", "sftp_host", K_STRING, OFF(apps_sftp_host), false, NULL, 0, 0 },
+        { "apps", "backups_dir", K_PATH, OFF(apps_backups_dir), false, NULL, 0, 0 },
+        { "apps", "transfer_ca_file", K_PATH, OFF(apps_transfer_ca_file), false, NULL, 0, 0 },
+        { "apps", "transfer_part_size_mb", K_UINT, OFF(apps_transfer_part_size_mb), false, "64", 5, 5120 },
 
         { "firewall", "enabled", K_BOOL, OFF(fw_enabled), false, "true", 0, 0 },
         { "firewall", "table", K_STRING, OFF(fw_table), false, "nodeagent", 0, 0 },
@@ -244,6 +250,18 @@ static const char *set_value(struct agent_config *cfg, const struct key_def *def
                 bool has_port;
                 if (!authority_is_loopback(value, strlen(value), &has_port) || !has_port)
                         return "must be a loopback address (127.0.0.0/8, [::1] or localhost)";
+                break;
+        }
+        case K_LISTEN_ANY: {
+                if (!*value)
+                        break;
+                const char *colon = strrchr(value, ':');
+                if (!colon || colon == value || !colon[1])
+                        return "must be ADDRESS:PORT (e.g. 0.0.0.0:2022), or empty for off";
+                char *end;
+                long port = strtol(colon + 1, &end, 10);
+                if (*end || port < 1 || port > 65535)
+                        return "port must be 1..65535";
                 break;
         }
         case K_STRING:

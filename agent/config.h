@@ -57,6 +57,11 @@ struct agent_config {
         int64_t apps_id_base;
         int64_t apps_restart_stagger_sec;
         char *apps_crash_backoff_ms; /* "1000,10000,60000" */
+        char *apps_sftp_listen;      /* "0.0.0.0:2022"; "": SFTP off */
+        char *apps_sftp_host;        /* host name app.sftp.set answers; NULL: the node's host name */
+        char *apps_backups_dir;      /* NULL: <storage_dir>/backups */
+        char *apps_transfer_ca_file; /* NULL: the system's CA bundle */
+        int64_t apps_transfer_part_size_mb; /* uploads above it go in parts (when the transfer has parts) */
 
         /* [firewall] */
         bool fw_enabled;

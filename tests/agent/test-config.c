@@ -296,6 +296,10 @@ static void test_value_errors(void **state)
                 { "metrics", "prometheus_listen = 127.0.0.1:0", "prometheus_listen: port must be 1..65535" },
                 { "metrics", "prometheus_listen = 127.0.0.1:65536", "prometheus_listen: port must be 1..65535" },
                 { "metrics", "prometheus_listen = 127.0.0.1:http", "prometheus_listen: port must be 1..65535" },
+                { "apps", "sftp_listen = 2022", "sftp_listen: must be ADDRESS:PORT (e.g. 0.0.0.0:2022), or empty for off" },
+                { "apps", "sftp_listen = 0.0.0.0:0", "sftp_listen: port must be 1..65535" },
+                { "apps", "transfer_part_size_mb = 4", "transfer_part_size_mb: must be between 5 and 5120" },
+                { "apps", "backups_dir = backups", "backups_dir: must be an absolute path" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 char extra[256], want[256];
@@ -314,6 +318,8 @@ static void test_value_errors(void **state)
                 { "agent", "seccomp = 1" }, { "agent", "node_id = 6F1C2A3B-4C5D-4E6F-8A9B-0C1D2E3F4A5B" },
                 { "metrics", "prometheus_listen = 127.0.0.1:9464" }, { "metrics", "prometheus_listen = 127.1.2.3:1" },
                 { "metrics", "prometheus_listen = localhost:65535" }, { "firewall", "table = t2345678901234567890123456789012" },
+                { "apps", "sftp_listen = " }, { "apps", "sftp_listen = [::]:2022" }, { "apps", "sftp_listen = 10.0.0.1:22" },
+                { "apps", "transfer_part_size_mb = 5120" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(fine); i++) {
                 char extra[256];
