@@ -1,0 +1,59 @@
+/*
+ * Transfers (AGENT-API 4.4): bytes too large for a job's params or result move
+ * between the node and object storage over HTTPS, never through the job channel.
+ * One streaming client for GET and PUT of pre-signed URLs, over the same libcurl the
+ * link uses, with bounded memory (one buffer of a fixed size whatever the object's
+ * size), progress in the `transferring` stage, sha256 checked, a dropped connection
+ * resumed (GET, with Range) or retried (PUT, a part at a time) with backoff, and
+ * S3-style multipart uploads when the transfer carries part URLs.
+ *
+ *   struct transfer_options o = { .ca_file = cfg->apps_transfer_ca_file,
+ *                                 .allow_insecure_http = cfg->allow_insecure_http };
+ *   struct transfer_result res;
+ *   r = transfer_get(&o, t, fd, progress, &res, &err);          // into fd (truncated first)
+ *   r = transfer_put(&o, t, fd, size, progress, &res, &err);    // size bytes of fd from offset 0
+ *
+ * The params (struct proto_transfer) are decoded and validated by proto/transfer.h:
+ * https only (http:// only to a loopback host and only with allow_insecure_http, which
+ * is checked here again), an expiresAt in the past refused. Errors: 422
+ * VALIDATION_ERROR on "transfer.sha256" for a sha256 mismatch (the caller keeps
+ * nothing), on "transfer.expiresAt" when the URL expired before or while it was used;
+ * a transport failure after the retries, or an HTTP status other than 2xx, is 502
+ * DRIVER_ERROR whose message and details.reason name the host (never the signed
+ * query) and the status or curl's reason. Blocking: call from a job's worker, never
+ * from the loop.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/progress.h"
+#include "proto/transfer.h"
+
+struct transfer_options {
+        const char *ca_file;      /* [apps] transfer_ca_file; NULL: the system's bundle */
+        bool allow_insecure_http; /* [controller] allow_insecure_http: http:// to loopback only */
+        uint64_t part_size;       /* [apps] transfer_part_size_mb in bytes; 0: 64 MiB */
+        unsigned retries;         /* per request after the first try; 0: 5 */
+        unsigned backoff_ms;      /* first wait, doubled each time; 0: 500 */
+        const char *stage;        /* progress stage; NULL: "transferring" */
+};
+
+struct transfer_result {
+        uint64_t bytes;
+        char sha256[65];           /* lowercase hex of what went over the wire */
+        char (*etags)[128];        /* PUT in parts: one ETag per part, as the store answered */
+        size_t n_etags;
+};
+void transfer_result_clear(struct transfer_result *r);
+
+/* GET t->url into fd (from offset 0; fd is truncated first). */
+int transfer_get(const struct transfer_options *o, const struct proto_transfer *t, int fd,
+                 const struct na_progress *progress, struct transfer_result *ret, struct na_error *err);
+
+/* PUT size bytes of fd (read with pread from offset 0) to t->url, or to t->parts. */
+int transfer_put(const struct transfer_options *o, const struct proto_transfer *t, int fd, uint64_t size,
+                 const struct na_progress *progress, struct transfer_result *ret, struct na_error *err);
