@@ -29,8 +29,10 @@ void proto_job_clear(struct proto_job *job)
 
 /*
  * The first string (value or key) holding a NUL anywhere below v, as a field path
- * ("params.env.X"); the document is parsed with JSON_ALLOW_NUL so that such a job can
- * be answered on that field instead of making the whole poll answer unreadable.
+ * relative to the params as every kind's own errors are ("env.X", not "params.env.X",
+ * which a public caller would not recognise); the document is parsed with
+ * JSON_ALLOW_NUL so that such a job can be answered on that field instead of making
+ * the whole poll answer unreadable.
  */
 static bool find_nul(json_t *v, const char *path, char *buf, size_t len)
 {
@@ -48,7 +50,7 @@ static bool find_nul(json_t *v, const char *path, char *buf, size_t len)
                 json_t *x;
                 void *tmp;
                 json_object_keylen_foreach_safe(v, tmp, k, klen, x) {
-                        snprintf(sub, sizeof(sub), "%s.%s", path, k);
+                        snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", k);
                         if (strlen(k) != klen) {
                                 snprintf(buf, len, "%s", sub);
                                 return true;
@@ -60,7 +62,7 @@ static bool find_nul(json_t *v, const char *path, char *buf, size_t len)
                 size_t i;
                 json_t *x;
                 json_array_foreach(v, i, x) {
-                        snprintf(sub, sizeof(sub), "%s.%zu", path, i);
+                        snprintf(sub, sizeof(sub), "%s%s%zu", path, *path ? "." : "", i);
                         if (find_nul(x, sub, buf, len))
                                 return true;
                 }
@@ -110,7 +112,7 @@ int proto_job_decode(json_t *in, struct proto_job *out, struct na_error *err)
                 na_error_field(err, "params", "must be an object");
         else if (json_dumpb(params, NULL, 0, JSON_COMPACT) > PROTO_PARAMS_MAX)
                 na_error_field(err, "params", "must be at most %u bytes", PROTO_PARAMS_MAX);
-        else if (find_nul(params, "params", nul_path, sizeof(nul_path)))
+        else if (find_nul(params, "", nul_path, sizeof(nul_path)))
                 na_error_field(err, nul_path, "must not contain NUL characters");
         else
                 out->params = json_incref(params);

@@ -127,6 +127,25 @@ static void expect_invalid(const char *path, json_t *value, const char *err_path
         proto_job_clear(&job);
 }
 
+/* A NUL in the params is named as the kind's own errors name fields: relative to the
+ * params ("env.X"), never "params.env.X" (which the central API would pass on to a
+ * public caller who never wrote a "params"). */
+static void test_nul_named_within_params(void **state)
+{
+        (void)state;
+        json_t *params = json_object();
+        json_t *env = json_object();
+        json_object_set_new(env, "X", json_stringn("a\0b", 3));
+        json_object_set_new(params, "env", env);
+        expect_invalid("params", params, "env.X", "must not contain NUL characters");
+        json_t *list = json_array();
+        json_array_append_new(list, json_string("ok"));
+        json_array_append_new(list, json_stringn("\0", 1));
+        params = json_object();
+        json_object_set_new(params, "command", list);
+        expect_invalid("params", params, "command.1", "must not contain NUL characters");
+}
+
 static void test_each_invalid_field(void **state)
 {
         (void)state;
@@ -324,6 +343,7 @@ int main(void)
                 cmocka_unit_test(test_valid_job),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_each_invalid_field),
+                cmocka_unit_test(test_nul_named_within_params),
                 cmocka_unit_test(test_attempt_kept_when_readable),
                 cmocka_unit_test(test_every_problem_listed),
                 cmocka_unit_test(test_unanswerable),
