@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "agent/job.h"
+#include "agent/log.h"
 #include "agent/services.h"
 #include "drivers/app.h"
 #include "drivers/app/app-fs.h"
@@ -61,6 +62,9 @@ static int list_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_e
                 r = app_fs_list(fs, p->path, PROTO_APP_FILES_LIST_MAX, &l, err);
         if (r >= 0 && !(*ret = proto_app_files_list_encode(l.entries, l.n)))
                 r = na_error_sys(err, ENOMEM, "app files: list");
+        if (r >= 0 && l.cut) /* the answer is a bare array: the cut is said here (proto/README.md) */
+                log_info("app %s: app.files.list %s: more than %d entries, the first %zu answered",
+                         job_target_id(ctx), p->path, PROTO_APP_FILES_LIST_MAX, l.n);
         app_fs_listing_clear(&l);
         return r;
 }
