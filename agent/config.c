@@ -15,7 +15,8 @@
 #include "common/uuid.h"
 
 enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN, K_BACKOFF,
-                K_LISTEN_ANY /* ADDRESS:PORT on any address; empty: off */ };
+                K_LISTEN_ANY /* ADDRESS:PORT on any address; empty: off */,
+                K_STRING_OR_EMPTY /* any text; empty: off */, K_CIDR4, K_ADDR, K_PORTS };
 
 struct key_def {
         const char *section;
@@ -72,6 +73,16 @@ static const struct key_def keys[] = {
         { "apps", "backups_dir", K_PATH, OFF(apps_backups_dir), false, NULL, 0, 0 },
         { "apps", "transfer_ca_file", K_PATH, OFF(apps_transfer_ca_file), false, NULL, 0, 0 },
         { "apps", "transfer_part_size_mb", K_UINT, OFF(apps_transfer_part_size_mb), false, "64", 5, 5120 },
+        { "apps", "apps_domain", K_STRING, OFF(apps_apps_domain), false, NULL, 0, 0 },
+        { "apps", "network", K_CIDR4, OFF(apps_network), false, "10.88.0.0/16", 0, 0 },
+        { "apps", "public_address", K_ADDR, OFF(apps_public_address), false, NULL, 0, 0 },
+        { "apps", "resolver", K_STRING, OFF(apps_resolver), false, NULL, 0, 0 },
+        { "apps", "ports", K_PORTS, OFF(apps_ports), false, "20000-40000", 0, 0 },
+        { "apps", "haproxy", K_STRING_OR_EMPTY, OFF(apps_haproxy), false, "/usr/sbin/haproxy", 0, 0 },
+        { "apps", "http_listen", K_LISTEN_ANY, OFF(apps_http_listen), false, "0.0.0.0:80", 0, 0 },
+        { "apps", "tls_listen", K_LISTEN_ANY, OFF(apps_tls_listen), false, "0.0.0.0:443", 0, 0 },
+        { "apps", "verify_pending_sec", K_UINT, OFF(apps_verify_pending_sec), false, "300", 10, 86400 },
+        { "apps", "verify_routed_sec", K_UINT, OFF(apps_verify_routed_sec), false, "3600", 10, 604800 },
 
         { "firewall", "enabled", K_BOOL, OFF(fw_enabled), false, "true", 0, 0 },
         { "firewall", "table", K_STRING, OFF(fw_table), false, "nodeagent", 0, 0 },
@@ -262,6 +273,37 @@ static const char *set_value(struct agent_config *cfg, const struct key_def *def
                 long port = strtol(colon + 1, &end, 10);
                 if (*end || port < 1 || port > 65535)
                         return "port must be 1..65535";
+                break;
+        }
+        case K_STRING_OR_EMPTY:
+                break;
+        case K_CIDR4: {
+                char a[INET_ADDRSTRLEN];
+                struct in_addr in;
+                unsigned bits;
+                char extra;
+                const char *slash = strchr(value, '/');
+                if (!slash || (size_t)(slash - value) >= sizeof(a) ||
+                    sscanf(slash + 1, "%u%c", &bits, &extra) != 1 || bits < 8 || bits > 24)
+                        return "must be an IPv4 range ADDRESS/BITS with 8..24 bits, e.g. 10.88.0.0/16";
+                memcpy(a, value, (size_t)(slash - value));
+                a[slash - value] = '\0';
+                if (inet_pton(AF_INET, a, &in) != 1 || (ntohl(in.s_addr) & (0xffffffffu >> bits)))
+                        return "must be an IPv4 range ADDRESS/BITS whose address has no host bits, e.g. 10.88.0.0/16";
+                break;
+        }
+        case K_ADDR: {
+                struct in_addr a4;
+                struct in6_addr a6;
+                if (inet_pton(AF_INET, value, &a4) != 1 && inet_pton(AF_INET6, value, &a6) != 1)
+                        return "must be an IPv4 or IPv6 address";
+                break;
+        }
+        case K_PORTS: {
+                unsigned lo, hi;
+                char extra;
+                if (sscanf(value, "%u-%u%c", &lo, &hi, &extra) != 2 || lo < 1 || hi > 65535 || lo > hi)
+                        return "must be a port range LOW-HIGH within 1..65535, e.g. 20000-40000";
                 break;
         }
         case K_STRING:

@@ -62,6 +62,16 @@ struct agent_config {
         char *apps_backups_dir;      /* NULL: <storage_dir>/backups */
         char *apps_transfer_ca_file; /* NULL: the system's CA bundle */
         int64_t apps_transfer_part_size_mb; /* uploads above it go in parts (when the transfer has parts) */
+        char *apps_apps_domain;      /* the managed apex (apps.example.com); NULL: no managed hostnames */
+        char *apps_network;          /* private IPv4 range of app addresses, "10.88.0.0/16" */
+        char *apps_public_address;   /* the node's address for port exposures and apex checks */
+        char *apps_resolver;         /* DNS server for domain verification; NULL: the system's */
+        char *apps_ports;            /* range for externalPort, "20000-40000" */
+        char *apps_haproxy;          /* "/usr/sbin/haproxy"; "": no domain routing */
+        char *apps_http_listen;      /* "0.0.0.0:80" */
+        char *apps_tls_listen;       /* "0.0.0.0:443" */
+        int64_t apps_verify_pending_sec; /* pending domains checked again every (300) */
+        int64_t apps_verify_routed_sec;  /* routed domains checked again every (3600) */
 
         /* [firewall] */
         bool fw_enabled;

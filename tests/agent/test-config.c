@@ -300,6 +300,12 @@ static void test_value_errors(void **state)
                 { "apps", "sftp_listen = 0.0.0.0:0", "sftp_listen: port must be 1..65535" },
                 { "apps", "transfer_part_size_mb = 4", "transfer_part_size_mb: must be between 5 and 5120" },
                 { "apps", "backups_dir = backups", "backups_dir: must be an absolute path" },
+                { "apps", "network = 10.88.0.0", "network: must be an IPv4 range ADDRESS/BITS with 8..24 bits, e.g. 10.88.0.0/16" },
+                { "apps", "network = 10.88.0.1/16", "network: must be an IPv4 range ADDRESS/BITS whose address has no host bits, e.g. 10.88.0.0/16" },
+                { "apps", "network = 10.88.0.0/30", "network: must be an IPv4 range ADDRESS/BITS with 8..24 bits, e.g. 10.88.0.0/16" },
+                { "apps", "public_address = example.com", "public_address: must be an IPv4 or IPv6 address" },
+                { "apps", "ports = 40000-20000", "ports: must be a port range LOW-HIGH within 1..65535, e.g. 20000-40000" },
+                { "apps", "ports = 0-10", "ports: must be a port range LOW-HIGH within 1..65535, e.g. 20000-40000" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 char extra[256], want[256];
@@ -319,7 +325,8 @@ static void test_value_errors(void **state)
                 { "metrics", "prometheus_listen = 127.0.0.1:9464" }, { "metrics", "prometheus_listen = 127.1.2.3:1" },
                 { "metrics", "prometheus_listen = localhost:65535" }, { "firewall", "table = t2345678901234567890123456789012" },
                 { "apps", "sftp_listen = " }, { "apps", "sftp_listen = [::]:2022" }, { "apps", "sftp_listen = 10.0.0.1:22" },
-                { "apps", "transfer_part_size_mb = 5120" },
+                { "apps", "transfer_part_size_mb = 5120" }, { "apps", "network = 172.16.0.0/12" },
+                { "apps", "public_address = 2001:db8::1" }, { "apps", "ports = 1-65535" }, { "apps", "haproxy = " },
         };
         for (size_t i = 0; i < ARRAY_SIZE(fine); i++) {
                 char extra[256];
