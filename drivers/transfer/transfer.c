@@ -288,6 +288,7 @@ int tx_request(struct tx *x, const char *url, bool put, int (*prepare)(struct tx
         unsigned retries = x->o->retries ? x->o->retries : TRANSFER_DEFAULT_RETRIES;
         unsigned first = x->o->backoff_ms ? x->o->backoff_ms : TRANSFER_DEFAULT_BACKOFF_MS;
         x->url = url;
+        (void)proto_transfer_host(url, x->host, sizeof(x->host)); /* a part's URL may name another host */
         for (unsigned attempt = 0;; attempt++) {
                 int r = expired(x, attempt, err);
                 if (r < 0)
