@@ -26,6 +26,7 @@ MB = 1 << 20
 def conf(s):
     c = A.apps_conf(s)
     c["apps"]["transfer_ca_file"] = os.path.join(certs_dir(), "ca.pem")
+    c["apps"]["transfer_part_size_mb"] = "5"
     return c
 
 
@@ -144,6 +145,23 @@ def run(s, store):
     check(len(gets) == 2 and gets[1]["range"] == f"bytes={MB + 4321}-" and gets[1]["status"] == 206, gets)
     with open(os.path.join(volume, "copy", "resumed.bin"), "rb") as f:
         check(f.read() == data, "the resumed file differs")
+
+    # Multipart: 11 MiB in parts of transfer_part_size_mb (5): three parts, their ETags in the result.
+    big = blob(11 * MB + 3, "big")
+    store.put_object("big-src.bin", big)
+    A.ok(job("app.files.import", {"path": "/big.bin", "transfer": {"url": store.url("GET", "big-src.bin"),
+                                                                   "method": "GET"}}))
+    parts = store.part_urls("big.bin", 4)
+    r = A.ok(job("app.files.export", {"path": "/big.bin", "transfer": {
+        "url": store.url("PUT", "big.bin"), "method": "PUT", "parts": [{"url": u} for u in parts],
+        "sha256": hashlib.sha256(big).hexdigest()}}))
+    check([p["partNumber"] for p in r["parts"]] == [1, 2, 3] and r["bytes"] == len(big), r)
+    store.complete("big.bin", [(p["partNumber"], p["etag"]) for p in r["parts"]])
+    check(store.read_object("big.bin") == big, "the multipart object differs")
+    refused_on(job("app.files.export", {"path": "/big.bin", "transfer": {
+        "url": store.url("PUT", "big.bin"), "method": "PUT", "parts": [{"url": u} for u in parts[:2]]}}),
+        "transfer.parts")
+    A.ok(job("app.files.delete", {"path": "/big.bin"}))
 
     # A full volume (the plan's 32 MB quota) keeps nothing, and an existing file stays as it was.
     with open(store.object_path("huge.bin"), "wb") as f:
