@@ -132,6 +132,9 @@ def run(s, store):
     refused_on(job("app.files.import", {"path": "/late.bin", "transfer": expired}), "transfer.expiresAt")
     plain = {"url": "http://192.0.2.10/o/data.bin?sig=x", "method": "PUT"}
     refused_on(job("app.files.export", {"path": "/data.bin", "transfer": plain}), "transfer.url")
+    # Plain http to loopback: only with allow_insecure_http, which this agent does not have.
+    loop = {"url": f"http://127.0.0.1:{store.port}/o/data.bin?sig=x", "method": "GET"}
+    refused_on(job("app.files.import", {"path": "/late.bin", "transfer": loop}), "transfer.url")
     check(not os.path.exists(os.path.join(volume, "late.bin")))
 
     # A connection dropped in the middle of the GET: resumed with Range, and it still checks out.
