@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fault.h"
 #include "common/macro.h"
 #include "drivers/app/app-fs-internal.h"
 
@@ -59,7 +60,10 @@ int app_fs_tmp_open(struct app_fs *fs, const char *path, struct app_fs_tmp *ret,
                 return r;
         }
         /* openat on an O_PATH directory fd works for creation: the kernel resolves beneath it. */
-        t.fd = openat(t.dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (NA_FAULT("app-fs.tmpfile")) /* tests: the path of file systems without O_TMPFILE */
+                errno = EOPNOTSUPP;
+        else
+                t.fd = openat(t.dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (t.fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
                 if ((r = random_name(t.tmp, sizeof(t.tmp))) < 0) {
                         release(&t);
@@ -91,20 +95,15 @@ int app_fs_tmp_commit(struct app_fs_tmp *t, struct na_error *err)
         const char *step = "import (fsync)";
         if (fsync(t->fd) < 0)
                 e = errno;
-        if (!e && !t->named) {
-                /* Name the unnamed file: linkat through the fd (AT_EMPTY_PATH; the agent runs as root). */
-                int tries = 0;
-                do {
-                        if (random_name(t->tmp, sizeof(t->tmp)) < 0) {
-                                e = errno, step = "import (getrandom)";
-                                break;
-                        }
-                        if (linkat(t->fd, "", t->dir_fd, t->tmp, AT_EMPTY_PATH) == 0) {
-                                t->named = true;
-                                break;
-                        }
+        /* Name the unnamed file: linkat through the fd (AT_EMPTY_PATH; the agent runs as root). */
+        for (int tries = 0; !e && !t->named; tries++) {
+                int r = random_name(t->tmp, sizeof(t->tmp));
+                if (r < 0)
+                        e = -r, step = "import (getrandom)";
+                else if (linkat(t->fd, "", t->dir_fd, t->tmp, AT_EMPTY_PATH) == 0)
+                        t->named = true;
+                else if (errno != EEXIST || tries >= 8)
                         e = errno, step = "import (link)";
-                } while (e == EEXIST && ++tries < 8 && !(e = 0));
         }
         if (!e && renameat(t->dir_fd, t->tmp, t->dir_fd, t->name) < 0)
                 e = errno, step = "import (rename)";

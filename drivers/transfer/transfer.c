@@ -295,17 +295,17 @@ int tx_request(struct tx *x, const char *url, bool put, int (*prepare)(struct tx
                         return r;
                 if ((r = na_progress_checkpoint(x->progress, err)) < 0)
                         return r;
-                struct curl_slist *hdr = NULL, *tmp;
-                bool oom = !(tmp = curl_slist_append(hdr, "Expect:")) || !(hdr = tmp);
+                /* "Expect:" turns off 100-continue (one round trip less per PUT); then the transfer's headers. */
+                struct curl_slist *hdr = curl_slist_append(NULL, "Expect:");
+                bool oom = !hdr;
                 for (size_t i = 0; !oom && i < x->t->n_headers; i++) {
                         char line[4096 + 128 + 4];
                         snprintf(line, sizeof(line), "%s: %s", x->t->headers[i].name, x->t->headers[i].value);
-                        if (!(tmp = curl_slist_append(hdr, line)))
-                                oom = true;
-                        else
-                                hdr = tmp;
+                        struct curl_slist *tmp = curl_slist_append(hdr, line);
+                        oom = !tmp;
+                        hdr = tmp ? tmp : hdr;
                 }
-                if (!oom && prepare && (r = prepare(x, &hdr)) < 0)
+                if (!oom && prepare && prepare(x, &hdr) < 0)
                         oom = true;
                 if (oom) {
                         curl_slist_free_all(hdr);
