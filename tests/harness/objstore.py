@@ -52,6 +52,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return (m.group(1) if m else None), q
 
     def _answer(self, status, body=b"", headers=None, record=None):
+        if record is not None:  # before the answer: a client done with it may look at the log at once
+            record["status"] = status
         self.send_response(status)
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -59,8 +61,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if body and self.command != "HEAD":
             self.wfile.write(body)
-        if record is not None:
-            record["status"] = status
 
     def _drop(self):
         self.close_connection = True
@@ -109,13 +109,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 end = min(int(m.group(2)), size - 1)
             status = 206
         length = end - start + 1 if size else 0
+        rec["status"] = status
         self.send_response(status)
         self.send_header("Content-Length", str(length))
         self.send_header("ETag", '"' + store.etag_of(path) + '"')
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
         self.end_headers()
-        rec["status"] = status
         sent = 0
         with open(path, "rb") as f:
             f.seek(start)

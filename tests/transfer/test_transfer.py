@@ -142,6 +142,8 @@ def put_multipart(e):
     check(rc == 0, (out, err))
     parts = out["parts"]
     check([p["partNumber"] for p in parts] == [1, 2, 3], parts)
+    sent = [(r["part"], r["status"]) for r in e.store.requests if r["method"] == "PUT"]
+    check(sent == [("1", None), ("1", 200), ("2", 200), ("3", 200)], sent)  # only the dropped part again
     e.store.complete("big.bin", [(p["partNumber"], p["etag"]) for p in parts])
     check(e.store.read_object("big.bin") == data, "the joined object differs")
     check(out["sha256"] == hashlib.sha256(data).hexdigest(), out)
@@ -220,6 +222,13 @@ def cancelled(e):
     rc, out, _ = cli("get", t, e.path("o"), "--cancel-after-ms", 300)
     check(rc == 1 and out["code"] == "JOB_CANCELLED", out)
     check(time.time() - t0 < 3, "the cancel took too long")
+    # An upload too.
+    src = e.write("src", blob(2 * MB))
+    t0 = time.time()
+    rc, out, _ = cli("put", {"url": e.store.url("PUT", "b.bin"), "method": "PUT"}, src, "--cancel-after-ms", 300)
+    check(rc == 1 and out["code"] == "JOB_CANCELLED", out)
+    check(time.time() - t0 < 3, "the cancel took too long")
+    check(not os.path.exists(e.store.object_path("b.bin")), "a cancelled upload was stored")
 
 
 @case
