@@ -179,7 +179,7 @@ def run(s, store):
     A.ok(job("app.files.write", {"path": "/after-full.txt", "contentBase64": b64(b"room again")}))
 
     # A cancelled download keeps nothing.
-    store.inject("slow", delay=0.03)
+    store.inject("slow", delay=0.05)
     jid = s.controller.enqueue("app.files.import", {"path": "/copy/cancelled.bin", "transfer": {
         "url": store.url("GET", "data.bin"), "method": "GET"}}, target={"type": "app", "id": app})
     wait_for(lambda: s.controller.admin("GET", f"/admin/jobs/{jid}").get("progress"), 20, "the import's progress")
