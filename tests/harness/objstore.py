@@ -10,6 +10,7 @@ big ones never sit in memory.
     store.complete("big.bin", [(1, etag1), ...])
     store.inject("drop", method="GET", after=100000)   # once: close the connection after that many body bytes
     store.inject("500", method="PUT")                  # once: answer 500
+    store.inject("norange", method="GET")              # once: ignore the Range header, answer 200 whole
     store.inject("slow", delay=0.05)                   # every chunk of 64 KiB waits that long, until cleared
     store.requests                              # [{method, key, range, status, part}], in order
     store.stop()
@@ -100,6 +101,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         size = os.path.getsize(path)
         start, end, status = 0, size - 1, 200
         rng = self.headers.get("Range")
+        if inj and inj["kind"] == "norange":
+            rng = None  # a store that ignores Range: the whole object again, 200
         if rng:
             m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng.strip())
             if not m or int(m.group(1)) >= size:
@@ -263,8 +266,9 @@ class ObjectStore:
 
     # ---- failure injection ----
     def inject(self, kind, method=None, after=0, count=1, delay=0.05):
-        """kind "drop" (close the connection after `after` body bytes), "500", or
-        "slow" (every 64 KiB chunk waits `delay` seconds until clear())."""
+        """kind "drop" (close the connection after `after` body bytes), "500",
+        "norange" (a GET answered whole, 200, whatever its Range), or "slow" (every
+        64 KiB chunk waits `delay` seconds until clear())."""
         if kind == "slow":
             self._slow = delay
             return

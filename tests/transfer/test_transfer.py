@@ -96,6 +96,14 @@ def get_resumes_after_drop(e):
     check(len(gets) == 2 and gets[0].get("dropped_after") == MB + 12345, gets)
     check(gets[1]["range"] == f"bytes={MB + 12345}-" and gets[1]["status"] == 206, gets)
     check("progress transferring 100 " in err, err)
+    # A store that ignores Range on the retry: the file starts over and still checks out.
+    e.store.inject("drop", method="GET", after=2 * MB + 1)
+    e.store.inject("norange", method="GET")
+    n = len(e.store.requests)
+    rc, out, err = cli("get", t, e.path("c.out"), "--backoff-ms", 50)
+    check(rc == 0 and e.read("c.out") == data, (out, err))
+    gets = e.store.requests[n:]
+    check([(r["range"], r["status"]) for r in gets] == [(None, 200), (f"bytes={2 * MB + 1}-", 200)], gets)
     # A GET into a file that held something: truncated first.
     e.write("b.out", b"x" * (5 * MB))
     rc, out, err = cli("get", t, e.path("b.out"))
