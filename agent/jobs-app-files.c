@@ -1,17 +1,22 @@
 /*
- * app.files.list, read_text, write, mkdir, move and delete (AGENT-API 4.2, reference
- * 2.9 and 4.6): each a few lines over the app's volume, which the app driver opens
+ * app.files.list, read_text, write, mkdir, move, delete, export and import (AGENT-API
+ * 4.2 and 4.4, reference 2.9 and 4.6): each a few lines over the app's volume, which the app driver opens
  * (FILE_ACCESS_DISABLED for templates that refuse it) and drivers/app/app-fs.h keeps
  * every path beneath (openat2; a path that would leave is VALIDATION_ERROR on its
  * field). The params come from proto/app-files.h.
  */
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "agent/job.h"
 #include "agent/log.h"
 #include "agent/services.h"
+#include "common/timeutil.h"
 #include "drivers/app.h"
+#include "drivers/app/app-fs-tmp.h"
 #include "drivers/app/app-fs.h"
+#include "drivers/transfer.h"
+#include "proto/app-files-transfer.h"
 #include "proto/app-files.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct app_fs *, app_fs_close)
@@ -121,6 +126,96 @@ static int delete_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
         return empty(r < 0 ? r : app_fs_delete(fs, p->path, err), ret, err);
 }
 
+/* ---- app.files.export and app.files.import: one file through a transfer (AGENT-API 4.4) ---- */
+
+static const char *const transfer_stages[] = { "transferring", NULL };
+
+static void bridge_stage(void *userdata, const char *stage, int percent, const char *message)
+{
+        if (message && *message)
+                job_progress(userdata, stage, percent, "%s", message);
+        else
+                job_progress(userdata, stage, percent, NULL);
+}
+
+static int bridge_checkpoint(void *userdata, struct na_error *err)
+{
+        return job_checkpoint(userdata, err);
+}
+
+static int export_decode(json_t *params, void **ret, struct na_error *err)
+{
+        return proto_app_files_transfer_decode(params, "PUT", (int64_t)na_now_real_ms(),
+                                               (struct proto_app_files_transfer **)ret, err);
+}
+
+static int import_decode(json_t *params, void **ret, struct na_error *err)
+{
+        return proto_app_files_transfer_decode(params, "GET", (int64_t)na_now_real_ms(),
+                                               (struct proto_app_files_transfer **)ret, err);
+}
+
+static void transfer_params_free(void *p)
+{
+        proto_app_files_transfer_free(p);
+}
+
+static int transfer_finish(struct job_ctx *ctx, const char *what, const char *path, int r, struct transfer_result *res,
+                           json_t **ret, struct na_error *err)
+{
+        if (r >= 0 && !(*ret = proto_app_files_transfer_encode(path, res->bytes, res->sha256, res->etags, res->n_etags)))
+                r = na_error_sys(err, ENOMEM, "app files: %s", what);
+        if (r < 0 && (err->errnum == ENOSPC || err->errnum == EDQUOT) && !streq_ptr(err->code, NA_E_QUOTA_EXCEEDED))
+                r = na_error_set(err, ENOSPC, NA_E_QUOTA_EXCEEDED, "%s: the app's volume is full; nothing was kept",
+                                 path);
+        if (r < 0)
+                na_error_prefix(err, "app %s: %s %s", job_target_id(ctx), what, path);
+        transfer_result_clear(res);
+        return r;
+}
+
+static int export_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_app_files_transfer *p = params;
+        _cleanup_(app_fs_closep) struct app_fs *fs = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        struct transfer_options o;
+        struct transfer_result res = { 0 };
+        const struct na_progress progress = { .stage = bridge_stage, .checkpoint = bridge_checkpoint, .userdata = ctx };
+        services_transfer_options(job_services(ctx), &o);
+        int r = volume(ctx, &fs, err);
+        if (r >= 0)
+                r = app_fs_open_read(fs, p->path, &fd, &st, err);
+        if (r >= 0)
+                r = transfer_put(&o, p->transfer, fd, (uint64_t)st.st_size, &progress, &res, err);
+        return transfer_finish(ctx, "export", p->path, r, &res, ret, err);
+}
+
+/* Into an unnamed file beside the target, renamed over it only after the sha256 check: a failure keeps nothing. */
+static int import_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_app_files_transfer *p = params;
+        _cleanup_(app_fs_closep) struct app_fs *fs = NULL;
+        struct app_fs_tmp tmp = { .fd = -1, .dir_fd = -1 };
+        struct transfer_options o;
+        struct transfer_result res = { 0 };
+        const struct na_progress progress = { .stage = bridge_stage, .checkpoint = bridge_checkpoint, .userdata = ctx };
+        services_transfer_options(job_services(ctx), &o);
+        int r = volume(ctx, &fs, err);
+        if (r >= 0)
+                r = app_fs_tmp_open(fs, p->path, &tmp, err);
+        if (r >= 0)
+                r = transfer_get(&o, p->transfer, tmp.fd, &progress, &res, err);
+        if (r >= 0)
+                r = job_checkpoint(ctx, err);
+        if (r >= 0)
+                r = app_fs_tmp_commit(&tmp, err);
+        else
+                app_fs_tmp_abort(&tmp);
+        return transfer_finish(ctx, "import", p->path, r, &res, ret, err);
+}
+
 #define KIND(var, kname, chg, dec, fr, fn)                                                              \
         static const struct job_kind var = { .name = kname, .target = PROTO_TARGET_APP, .changes = chg, \
                                              .decode = dec, .free_params = fr, .run = fn }
@@ -132,5 +227,15 @@ KIND(files_mkdir_kind, "app.files.mkdir", true, path_decode, path_free, mkdir_ru
 KIND(files_move_kind, "app.files.move", true, move_decode, move_free, move_run);
 KIND(files_delete_kind, "app.files.delete", true, path_decode, path_free, delete_run);
 
+static const struct job_kind files_export_kind = { .name = "app.files.export", .target = PROTO_TARGET_APP,
+                                                  .changes = false, .stages = transfer_stages,
+                                                  .decode = export_decode, .free_params = transfer_params_free,
+                                                  .run = export_run };
+static const struct job_kind files_import_kind = { .name = "app.files.import", .target = PROTO_TARGET_APP,
+                                                  .changes = true, .stages = transfer_stages,
+                                                  .decode = import_decode, .free_params = transfer_params_free,
+                                                  .run = import_run };
+
 job_kind_list app_files_job_kinds = { &files_list_kind, &files_read_kind, &files_write_kind, &files_mkdir_kind,
-                                      &files_move_kind, &files_delete_kind, NULL };
+                                      &files_move_kind, &files_delete_kind, &files_export_kind, &files_import_kind,
+                                      NULL };

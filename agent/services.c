@@ -17,6 +17,7 @@
 #include "common/names.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
+#include "drivers/transfer.h"
 #include "drivers/vm.h"
 #include "firewall/fw.h"
 #include "metrics/metrics.h"
@@ -421,4 +422,16 @@ void services_set_metrics_interval(struct agent_services *s, unsigned interval_s
                 return;
         metrics_set_interval(s->metrics, interval_sec);
         collector_set_interval(s->collector, interval_sec);
+}
+
+void services_transfer_options(const struct agent_services *s, struct transfer_options *ret)
+{
+        const struct agent_config *cfg = s ? s->config : NULL;
+        *ret = (struct transfer_options){ 0 };
+        if (!cfg)
+                return;
+        ret->ca_file = cfg->apps_transfer_ca_file;
+        ret->allow_insecure_http = cfg->allow_insecure_http;
+        if (cfg->apps_transfer_part_size_mb > 0)
+                ret->part_size = (uint64_t)cfg->apps_transfer_part_size_mb << 20;
 }

@@ -67,3 +67,12 @@ json_t *services_metrics_samples(struct agent_services *s);
 const char *services_cgroup_mode(struct agent_services *s);
 /* metricsIntervalSec from hello. */
 void services_set_metrics_interval(struct agent_services *s, unsigned interval_sec);
+
+struct transfer_options;
+/*
+ * The transfer client's options (drivers/transfer.h) from the configuration: [apps]
+ * transfer_ca_file and transfer_part_size_mb, [controller] allow_insecure_http; the
+ * retries, backoff and stage are the client's defaults. Strings are borrowed from the
+ * configuration, which outlives every job.
+ */
+void services_transfer_options(const struct agent_services *s, struct transfer_options *ret);

@@ -7,8 +7,8 @@
  * resumed (GET, with Range) or retried (PUT, a part at a time) with backoff, and
  * S3-style multipart uploads when the transfer carries part URLs.
  *
- *   struct transfer_options o = { .ca_file = cfg->apps_transfer_ca_file,
- *                                 .allow_insecure_http = cfg->allow_insecure_http };
+ *   struct transfer_options o;
+ *   services_transfer_options(job_services(ctx), &o);  // agent/services.h: ca_file, part_size, allow_insecure_http
  *   struct transfer_result res;
  *   r = transfer_get(&o, t, fd, progress, &res, &err);          // into fd (truncated first)
  *   r = transfer_put(&o, t, fd, size, progress, &res, &err);    // size bytes of fd from offset 0
@@ -22,6 +22,17 @@
  * DRIVER_ERROR whose message and details.reason name the host (never the signed
  * query) and the status or curl's reason. Blocking: call from a job's worker, never
  * from the loop.
+ *
+ * Also (refined with the implementation): the checkpoint runs at most every 100 ms
+ * while bytes move and between retries, and its error (JOB_CANCELLED, ...) is
+ * returned as is; a failed pwrite/pread is INTERNAL_ERROR with errnum set (ENOSPC or
+ * EDQUOT: the caller says QUOTA_EXCEEDED for its volume); an object larger than
+ * t->n_parts parts of part_size is VALIDATION_ERROR on "transfer.parts" before a byte
+ * is sent; a part answered without an ETag is DRIVER_ERROR. Retried: curl's transport
+ * errors (connect, timeout, dropped, partial) and HTTP 5xx, 408, 429, each request
+ * (or part) at most 1 + retries times, waiting backoff_ms << n (at most 30 s). On
+ * failure *ret is untouched; on success the caller clears it with
+ * transfer_result_clear.
  */
 #pragma once
 

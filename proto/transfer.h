@@ -58,3 +58,14 @@ void proto_transfer_free(struct proto_transfer *t); /* NULL-safe */
 
 /* The URL's host for messages (never its query, which holds the signature): "host[:port]". */
 int proto_transfer_host(const char *url, char *buf, size_t len);
+
+/*
+ * The URL rules above as text: NULL when url (len bytes, which may hold NUL) is a
+ * usable transfer URL, else a static message. *ret_plain_http (may be NULL) says it
+ * is http:// (then to a loopback host), which the client allows only with
+ * allow_insecure_http. Added so that the client checks the same rules again.
+ */
+const char *proto_transfer_url_problem(const char *url, size_t len, bool *ret_plain_http);
+
+/* The result's `parts` of a multipart upload: [{partNumber (from 1), etag}]. */
+json_t *proto_transfer_parts_encode(const char (*etags)[128], size_t n);
