@@ -46,6 +46,17 @@ int app_haproxy_write_map(struct app_haproxy *h, struct na_error *err);
 /* app_haproxy_ensure_running with h->lock held. */
 int app_haproxy_ensure_running_locked(struct app_haproxy *h, struct na_error *err);
 
+/* Start a new master (none of ours runs). */
+int app_haproxy_start_locked(struct app_haproxy *h, struct na_error *err);
+
+/*
+ * After a runtime call failed or at adoption: is the master dying (its worker died,
+ * it exits soon after), or alive? Waits up to ms for the API to answer or the master
+ * to be gone.
+ */
+enum { APP_HAPROXY_HEALTHY, APP_HAPROXY_DEAD, APP_HAPROXY_NO_API };
+int app_haproxy_settle_locked(struct app_haproxy *h, unsigned ms);
+
 /*
  * One runtime API command on the stats socket (a line without newline; the reply up to
  * EOF, at most 16 MiB, malloc'd). Bounded by timeout_ms.

@@ -9,11 +9,21 @@
 #include "common/fileio.h"
 #include "drivers/app/app-haproxy-internal.h"
 
-/* The reply of add/set/del map is empty on success; anything else is HAProxy's reason. */
+/*
+ * The reply of add/set/del map is empty on success; anything else is HAProxy's reason.
+ * hosts.map already holds the change: when the runtime API cannot be reached because
+ * the master is dying (its worker died), a new master started now reads the change
+ * from the file, which is success too.
+ */
 static int runtime_change(struct app_haproxy *h, const char *cmd, const char *hostname, struct na_error *err)
 {
         _cleanup_free_ char *out = NULL;
         int r = app_haproxy_cli(h->sock_path, cmd, h->timeout_ms, &out, err);
+        if (r < 0 && app_haproxy_settle_locked(h, 300) == APP_HAPROXY_DEAD) {
+                na_error_clear(err);
+                r = app_haproxy_start_locked(h, err);
+                return r < 0 ? na_error_prefix(err, "haproxy: route %s", hostname) : 0;
+        }
         if (r < 0)
                 return na_error_prefix(err, "haproxy: route %s", hostname);
         size_t len = strlen(out);

@@ -105,6 +105,22 @@ static int wait_worker(const struct app_haproxy *h, pid_t old, struct na_error *
                             h->sock_path, h->timeout_ms);
 }
 
+int app_haproxy_settle_locked(struct app_haproxy *h, unsigned ms)
+{
+        long long deadline = mono_ms() + ms;
+        for (;;) {
+                if (!h->pid || !is_our_master(h, h->pid)) {
+                        h->pid = 0;
+                        return APP_HAPROXY_DEAD;
+                }
+                if (worker_pid(h, 200) > 0)
+                        return APP_HAPROXY_HEALTHY;
+                if (mono_ms() >= deadline)
+                        return APP_HAPROXY_NO_API;
+                sleep_ms(20);
+        }
+}
+
 static int write_if_changed(const char *path, const char *text, bool *changed, struct na_error *err)
 {
         _cleanup_free_ char *old = NULL;
@@ -157,6 +173,11 @@ static int start_master(struct app_haproxy *h, struct na_error *err)
         h->pid = pid;
         r = wait_worker(h, 0, err);
         return r < 0 ? na_error_prefix(err, "haproxy: start") : 0;
+}
+
+int app_haproxy_start_locked(struct app_haproxy *h, struct na_error *err)
+{
+        return start_master(h, err);
 }
 
 int app_haproxy_ensure_running_locked(struct app_haproxy *h, struct na_error *err)
@@ -321,9 +342,12 @@ int app_haproxy_open(const struct app_haproxy_options *o, struct app_haproxy **r
         if (r < 0)
                 return na_error_prefix(err, "haproxy");
         pid_t pid = read_pidfile(h);
-        if (is_our_master(h, pid)) {
+        h->pid = is_our_master(h, pid) ? pid : 0;
+        /* A master whose worker just died is about to exit: wait for it rather than adopt it. */
+        if (h->pid && app_haproxy_settle_locked(h, 1000) == APP_HAPROXY_DEAD)
+                h->pid = 0;
+        if (h->pid) {
                 /* Adopt it; reload only when it runs another configuration or other routes. */
-                h->pid = pid;
                 if (cfg_changed || !runtime_map_matches(h)) {
                         r = reload_locked(h, err);
                         if (r < 0)
