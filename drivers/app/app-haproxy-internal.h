@@ -46,6 +46,9 @@ int app_haproxy_write_map(struct app_haproxy *h, struct na_error *err);
 /* app_haproxy_ensure_running with h->lock held. */
 int app_haproxy_ensure_running_locked(struct app_haproxy *h, struct na_error *err);
 
+/* Ask the master to reload (master CLI "reload"); returns once it took the command. */
+int app_haproxy_master_reload(struct app_haproxy *h, struct na_error *err);
+
 /* Start a new master (none of ours runs). */
 int app_haproxy_start_locked(struct app_haproxy *h, struct na_error *err);
 

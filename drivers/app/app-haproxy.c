@@ -201,6 +201,27 @@ int app_haproxy_ensure_running(struct app_haproxy *h, struct na_error *err)
         return r;
 }
 
+/*
+ * "reload" on the master CLI rather than SIGUSR2: the master takes it from its event
+ * loop, so a reload asked right after another is queued, not lost while the master
+ * re-executes itself (a SIGUSR2 sent then was seen to vanish).
+ */
+int app_haproxy_master_reload(struct app_haproxy *h, struct na_error *err)
+{
+        /* While the master re-executes itself (an earlier reload) its socket refuses: try again. */
+        long long deadline = mono_ms() + h->timeout_ms;
+        for (;;) {
+                _cleanup_free_ char *out = NULL;
+                int r = app_haproxy_cli(h->master_sock_path, "reload", h->timeout_ms, &out, err);
+                if (r == 0)
+                        return 0;
+                if ((r != -ECONNREFUSED && r != -ENOENT) || mono_ms() >= deadline)
+                        return na_error_prefix(err, "haproxy: reload master %d", (int)h->pid);
+                na_error_clear(err);
+                sleep_ms(10);
+        }
+}
+
 static int reload_locked(struct app_haproxy *h, struct na_error *err)
 {
         bool changed;
@@ -213,8 +234,9 @@ static int reload_locked(struct app_haproxy *h, struct na_error *err)
         if (!h->pid || !is_our_master(h, h->pid))
                 return app_haproxy_ensure_running_locked(h, err);
         pid_t old = worker_pid(h, h->timeout_ms);
-        if (kill(h->pid, SIGUSR2) < 0)
-                return na_error_sys(err, errno, "haproxy: reload master %d", (int)h->pid);
+        r = app_haproxy_master_reload(h, err);
+        if (r < 0)
+                return r;
         r = wait_worker(h, old, err);
         return r < 0 ? na_error_prefix(err, "haproxy: reload") : 0;
 }

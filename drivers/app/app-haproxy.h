@@ -77,7 +77,7 @@ int app_haproxy_list_routes(struct app_haproxy *h, struct app_haproxy_route **re
 int app_haproxy_ensure_running(struct app_haproxy *h, struct na_error *err);
 
 /*
- * Rewrite the configuration and hosts.map and reload the master (SIGUSR2): new
+ * Rewrite the configuration and hosts.map and reload the master (master CLI): new
  * workers read them, old ones finish their connections. Routes do not need this; it
  * is the peer the benchmark compares with, and what open does when the configuration
  * changed.
