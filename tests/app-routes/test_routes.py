@@ -12,8 +12,8 @@
   serving a good CNAME, a chain, a wrong CNAME, apex A equal and different, NXDOMAIN,
   a loop; and a resolver that does not answer (a closed port: the timeout message).
 
-python3 test_routes.py CASE runs one case (exit 0, 1, or 77 when a program is
-missing outside CI); --list prints the cases (tests/CMakeLists.txt na_python_cases).
+python3 test_routes.py CASE runs one case (exit 0, 1, or 77 when haproxy or dnsmasq
+is missing); --list prints the cases (tests/CMakeLists.txt na_python_cases).
 """
 import http.client
 import http.server
@@ -43,9 +43,9 @@ class Skip(Exception):
 
 
 def need(path):
+    """scripts/deps.sh installs haproxy and dnsmasq: a skip for lack of one fails CI
+    (scripts/ctest-skips.py: these cases declare no needs-* label)."""
     if not os.path.exists(path):
-        if os.environ.get("CI"):
-            raise AssertionError(f"{path} is missing (scripts/deps.sh installs it)")
         raise Skip(f"{path} is not installed")
 
 
