@@ -35,7 +35,8 @@ static size_t answer(uint8_t *b, unsigned an, unsigned rcode, const uint8_t *rr,
         uint8_t h[12] = { 0x12, 0x34, 0x81, (uint8_t)(0x80 | rcode), 0, 1, 0, (uint8_t)an, 0, 0, 0, 0 };
         memcpy(b, h, 12);
         memcpy(b + 12, q, sizeof(q));
-        memcpy(b + 12 + sizeof(q), rr, rrlen);
+        if (rrlen)
+                memcpy(b + 12 + sizeof(q), rr, rrlen);
         return 12 + sizeof(q) + rrlen;
 }
 
