@@ -71,7 +71,10 @@ class Backend:
             def log_message(self, *a):
                 pass
 
-        self.srv = http.server.ThreadingHTTPServer((ip, 0), H)
+        class Server(http.server.ThreadingHTTPServer):
+            address_family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+
+        self.srv = Server((ip, 0), H)
         self.srv.handle_error = lambda *a: None  # HAProxy resets idle server connections: not an error
         self.ip, self.port = ip, self.srv.server_address[1]
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
@@ -231,6 +234,14 @@ def haproxy_http_by_host(r):
         check(status == 404, f"removed: {status} {body!r}")
         r.tool("remove", "a.example.com")  # not routed: nothing to do, no error
         check(open(r.map).read().splitlines()[1:] == [f"b.example.com {b.ip}/{b.port}"], open(r.map).read())
+        # An IPv6 destination.
+        six = Backend("::1", "app-six")
+        try:
+            r.tool("set", "six.example.com", "0:0::1", str(six.port))
+            status, body = http_get(r.http_port, "six.example.com")
+            check(status == 200 and body.startswith("app-six /"), f"routed to [::1]: {status} {body!r}")
+        finally:
+            six.close()
         check(r.pid(r.tool("list")) == pid, "one master all along")
     finally:
         a.close()
