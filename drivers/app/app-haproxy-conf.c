@@ -35,6 +35,16 @@ bool app_haproxy_hostname_valid(const char *s)
         return true;
 }
 
+bool app_haproxy_user_valid(const char *u)
+{
+        if (!u || !*u || strlen(u) > 32 || !((*u >= 'a' && *u <= 'z') || *u == '_'))
+                return false;
+        for (const char *c = u; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
+                        return false;
+        return true;
+}
+
 bool app_haproxy_path_safe(const char *p)
 {
         if (!p || p[0] != '/' || strlen(p) > 200)
@@ -178,6 +188,10 @@ char *app_haproxy_render_config(const struct app_haproxy *h)
                              "\n",
                              tls, h->map_path) < 0)
                 tls_part = NULL;
+        char *priv = NULL;
+        if (h->run_as && *h->run_as &&
+            asprintf(&priv, "    user %s\n    group %s\n    chroot %s\n", h->run_as, h->run_as, h->empty_dir) < 0)
+                priv = NULL;
         char *out = NULL;
         if (asprintf(&out,
                      "# Written by nodeagent (drivers/app/app-haproxy-conf.c) at every start: edits are lost.\n"
@@ -186,6 +200,7 @@ char *app_haproxy_render_config(const struct app_haproxy *h)
                      "    stats socket %s mode 600 level admin\n"
                      "    stats timeout 30s\n"
                      "    hard-stop-after 15m\n"
+                     "%s"
                      "\n"
                      "defaults\n"
                      "    timeout connect 5s\n"
@@ -196,8 +211,10 @@ char *app_haproxy_render_config(const struct app_haproxy *h)
                      "    timeout client-fin 10s\n"
                      "\n"
                      "%s%s",
-                     h->map_path, h->sock_path, http_part ? http_part : "", tls_part ? tls_part : "") < 0)
+                     h->map_path, h->sock_path, priv ? priv : "", http_part ? http_part : "",
+                     tls_part ? tls_part : "") < 0)
                 out = NULL;
+        free(priv);
         free(http_part);
         free(tls_part);
         return out;

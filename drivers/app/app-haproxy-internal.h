@@ -19,12 +19,16 @@ struct app_haproxy {
         char *sock_path; /* dir/stats.sock: runtime API, level admin */
         char *master_sock_path;
         char *http_listen, *tls_listen;
+        char *run_as;     /* "" or a user and group name */
+        char *empty_dir;  /* dir/empty: the workers' chroot */
         unsigned timeout_ms;
         pid_t pid;
         struct app_haproxy_route *routes; /* sorted by hostname */
         size_t n_routes, cap_routes;
 };
 
+/* A user name we put into the configuration: [a-z_][a-z0-9_-]{0,31}. */
+bool app_haproxy_user_valid(const char *u);
 /* A path we put into the configuration and runtime commands: [A-Za-z0-9/._+-] only. */
 bool app_haproxy_path_safe(const char *p);
 /* Parse ip text into its canonical form; false when it is not an address. */

@@ -2,6 +2,8 @@
  * The HAProxy router's process side: open (adopt or start), the liveness check,
  * reload, stop, close. Routes are in app-haproxy-routes.c.
  */
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +289,8 @@ static int validate_options(const struct app_haproxy_options *o, struct na_error
                 return na_error_set(err, EINVAL, NA_E_INTERNAL,
                                     "haproxy: state directory %s: only [A-Za-z0-9/._+-], absolute, at most 200 bytes",
                                     o->state_dir ? o->state_dir : "(none)");
+        if (o->run_as && *o->run_as && (!app_haproxy_user_valid(o->run_as) || !getpwnam(o->run_as) || !getgrnam(o->run_as)))
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "haproxy: run_as %s: no such user and group", o->run_as);
         bool http = o->http_listen && *o->http_listen, tls = o->tls_listen && *o->tls_listen;
         if (!http && !tls)
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "haproxy: neither http_listen nor tls_listen set");
@@ -308,6 +312,8 @@ static void free_handle(struct app_haproxy *h)
         free(h->master_sock_path);
         free(h->http_listen);
         free(h->tls_listen);
+        free(h->run_as);
+        free(h->empty_dir);
         free(h->routes);
         pthread_mutex_destroy(&h->lock);
         free(h);
@@ -334,10 +340,14 @@ int app_haproxy_open(const struct app_haproxy_options *o, struct app_haproxy **r
         h->master_sock_path = na_strdupf("%s/haproxy/master.sock", o->state_dir);
         h->http_listen = strdup(o->http_listen ? o->http_listen : "");
         h->tls_listen = strdup(o->tls_listen ? o->tls_listen : "");
-        if (!h->haproxy || !h->dir || !h->cfg_path || !h->map_path || !h->pid_path || !h->sock_path ||
+        h->run_as = strdup(o->run_as ? o->run_as : "");
+        h->empty_dir = na_strdupf("%s/haproxy/empty", o->state_dir);
+        if (!h->run_as || !h->empty_dir || !h->haproxy || !h->dir || !h->cfg_path || !h->map_path || !h->pid_path || !h->sock_path ||
             !h->master_sock_path || !h->http_listen || !h->tls_listen)
                 return na_error_sys(err, ENOMEM, "haproxy");
         r = na_mkdir_p(h->dir, 0700, err);
+        if (r >= 0)
+                r = na_mkdir_p(h->empty_dir, 0700, err); /* the workers' chroot: empty, root's */
         if (r < 0)
                 return na_error_prefix(err, "haproxy");
 

@@ -40,6 +40,9 @@ struct app_haproxy_options {
         const char *http_listen; /* "ADDR:PORT" or "[V6ADDR]:PORT"; NULL or "": no HTTP frontend */
         const char *tls_listen;  /* same, for TLS passthrough; NULL or "": none */
         unsigned timeout_ms;     /* bound of each runtime call, start and stop; 0: 5000 */
+        /* The workers' user and group (Debian's package makes "haproxy"), chrooted to
+         * <state_dir>/haproxy/empty; NULL or "": they stay root (tests without root). */
+        const char *run_as;
 };
 
 struct app_haproxy_route {

@@ -12,6 +12,7 @@
  * answer line each ("ok" or "error CODE: message"), for what must happen between two
  * calls on one handle.
  *
+ * HAPROXY_RUN_AS in the environment: the workers' user (options.run_as).
  * Prints "pid N" (the master's) then what the command gives; on failure the error
  * (code and message, and details as JSON) on stderr and exit 1.
  */
@@ -42,6 +43,7 @@ int main(int argc, char **argv)
                 .http_listen = argv[2],
                 .tls_listen = argv[3],
                 .timeout_ms = 5000,
+                .run_as = getenv("HAPROXY_RUN_AS"),
         };
         const char *cmd = argv[4];
         struct na_error err = NA_ERROR_INIT;

@@ -55,6 +55,12 @@ static void test_addresses(void **state)
         assert_false(app_haproxy_path_safe("/var/lib/node agent"));
         assert_false(app_haproxy_path_safe("var/lib"));
         assert_false(app_haproxy_path_safe("/var/lib\n"));
+        assert_true(app_haproxy_user_valid("haproxy"));
+        assert_true(app_haproxy_user_valid("_ha-1"));
+        assert_false(app_haproxy_user_valid("HAProxy"));
+        assert_false(app_haproxy_user_valid("ha proxy"));
+        assert_false(app_haproxy_user_valid("1ha"));
+        assert_false(app_haproxy_user_valid(""));
 }
 
 static void test_map_roundtrip(void **state)
@@ -109,6 +115,12 @@ static void test_config(void **state)
         assert_non_null(strstr(c, "req.hdr(host),field(1,:),lower,map(/s/haproxy/hosts.map)"));
         assert_non_null(strstr(c, "req.ssl_sni,lower,map(/s/haproxy/hosts.map)"));
         assert_non_null(strstr(c, "server route 0.0.0.0:0"));
+        assert_null(strstr(c, "    user "));
+        free(c);
+        h.run_as = (char *)"haproxy";
+        h.empty_dir = (char *)"/s/haproxy/empty";
+        c = app_haproxy_render_config(&h);
+        assert_non_null(strstr(c, "    user haproxy\n    group haproxy\n    chroot /s/haproxy/empty\n"));
         free(c);
         h.tls_listen = (char *)"";
         c = app_haproxy_render_config(&h);

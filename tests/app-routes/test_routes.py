@@ -150,9 +150,9 @@ class Router:
         self.pidfile = os.path.join(self.tmp, "haproxy", "haproxy.pid")
         self.map = os.path.join(self.tmp, "haproxy", "hosts.map")
 
-    def tool(self, *args, ok=True):
+    def tool(self, *args, ok=True, env=None):
         p = subprocess.run([HAPROXY_TOOL, self.tmp, f"127.0.0.1:{self.http_port}", f"127.0.0.1:{self.tls_port}",
-                            *args], capture_output=True, text=True, timeout=30)
+                            *args], capture_output=True, text=True, timeout=30, env=env)
         if ok:
             check(p.returncode == 0, f"haproxy-tool {args}: {p.returncode} {p.stderr}")
         return p
@@ -195,6 +195,7 @@ def with_router(fn):
         finally:
             r.close()
     run.__name__ = fn.__name__
+    run.needs = getattr(fn, "needs", ())
     return run
 
 
@@ -438,6 +439,48 @@ def haproxy_stop(r):
     check("a.example.com 127.0.0.2/8080" in open(r.map).read(), "routes kept across a stop")
 
 
+def needs(*what):
+    def deco(fn):
+        fn.needs = what
+        return fn
+    return deco
+
+
+@needs("root")
+@with_router
+def haproxy_drops_privileges(r):
+    """run_as: the workers run as Debian's haproxy user, chrooted to an empty directory;
+    the master (which re-reads the configuration on reload) stays root."""
+    import pwd
+    if os.geteuid() != 0:
+        raise Skip("needs root")
+    try:
+        user = pwd.getpwnam("haproxy")
+    except KeyError:
+        raise Skip("no haproxy user (the haproxy package makes it)")
+    a = Backend("127.0.0.2", "app-a")
+    env = dict(os.environ, HAPROXY_RUN_AS="haproxy")
+    try:
+        r.tool("set", "a.example.com", a.ip, str(a.port), env=env)
+        pids = r.master_pids()
+        check(len(pids) == 2, f"master and worker: {pids}")
+
+        def uid(pid):
+            return [int(x.split()[1]) for x in open(f"/proc/{pid}/status") if x.startswith("Uid:")][0]
+
+        check(uid(pids[0]) == 0, "the master stays root")
+        check(uid(pids[1]) == user.pw_uid, f"the worker runs as haproxy: {uid(pids[1])}")
+        check(os.readlink(f"/proc/{pids[1]}/root") == os.path.join(r.tmp, "haproxy", "empty"), "chrooted")
+        check(http_get(r.http_port, "a.example.com")[1].startswith("app-a"), "routed")
+        r.tool("set", "b.example.com", a.ip, str(a.port), env=env)
+        check(http_get(r.http_port, "b.example.com")[1].startswith("app-a"), "runtime API works as haproxy")
+        # Without run_as the configuration changes: reloaded, workers root again.
+        r.tool("open")
+        wait_for(lambda: len(r.master_pids()) == 2 and uid(r.master_pids()[1]) == 0, 5, "a root worker")
+    finally:
+        a.close()
+
+
 # ---------------------------------------------------------------- DNS
 
 def dns_tool(*args):
@@ -647,15 +690,15 @@ def dns_odd_resolvers():
 
 CASES = {f.__name__: f for f in [
     haproxy_http_by_host, haproxy_tls_by_sni, haproxy_adopt, haproxy_restart_after_kill, haproxy_refuses_bad_input,
-    haproxy_runtime_failure_restores_file, haproxy_stop,
+    haproxy_runtime_failure_restores_file, haproxy_stop, haproxy_drops_privileges,
     dns_dnsmasq_answers, dns_timeout, dns_bad_input, dns_odd_resolvers,
 ]}
 
 
 def main():
     if sys.argv[1:] == ["--list"]:
-        for name in CASES:
-            print(name)
+        for name, fn in CASES.items():
+            print(" ".join([name] + [f"needs-{n}" for n in getattr(fn, "needs", ())]))
         return 0
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
         sys.stderr.write("usage: %s {%s}\n" % (sys.argv[0], "|".join(CASES)))
