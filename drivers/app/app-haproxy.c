@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 
 #include "common/fileio.h"
@@ -289,6 +290,11 @@ static int validate_options(const struct app_haproxy_options *o, struct na_error
                 return na_error_set(err, EINVAL, NA_E_INTERNAL,
                                     "haproxy: state directory %s: only [A-Za-z0-9/._+-], absolute, at most 200 bytes",
                                     o->state_dir ? o->state_dir : "(none)");
+        if (strlen(o->state_dir) + strlen("/haproxy/master.sock") >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
+                return na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL,
+                                    "haproxy: state directory %s: too long for the sockets under it (at most %zu bytes)",
+                                    o->state_dir,
+                                    sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1 - strlen("/haproxy/master.sock"));
         if (o->run_as && *o->run_as && (!app_haproxy_user_valid(o->run_as) || !getpwnam(o->run_as) || !getgrnam(o->run_as)))
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "haproxy: run_as %s: no such user and group", o->run_as);
         bool http = o->http_listen && *o->http_listen, tls = o->tls_listen && *o->tls_listen;

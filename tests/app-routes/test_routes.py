@@ -439,6 +439,19 @@ def haproxy_stop(r):
     check("a.example.com 127.0.0.2/8080" in open(r.map).read(), "routes kept across a stop")
 
 
+@with_router
+def haproxy_start_failure_said(r):
+    """A listen port taken by someone else: open fails with HAProxy's own reason, and
+    nothing is left running; once the port is free, open starts it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", r.http_port))
+        s.listen()
+        p = r.tool("open", ok=False)
+        check(p.returncode == 1 and "haproxy: start" in p.stderr and "Address already in use" in p.stderr, p.stderr)
+        check(r.master_pids() == [] or not os.path.exists(f"/proc/{r.master_pids()[0]}"), "nothing left running")
+    check(r.pid(r.tool("open")) > 0, "starts once the port is free")
+
+
 def needs(*what):
     def deco(fn):
         fn.needs = what
@@ -691,6 +704,7 @@ def dns_odd_resolvers():
 CASES = {f.__name__: f for f in [
     haproxy_http_by_host, haproxy_tls_by_sni, haproxy_adopt, haproxy_restart_after_kill, haproxy_refuses_bad_input,
     haproxy_runtime_failure_restores_file, haproxy_stop, haproxy_drops_privileges,
+    haproxy_start_failure_said,
     dns_dnsmasq_answers, dns_timeout, dns_bad_input, dns_odd_resolvers,
 ]}
 
