@@ -505,9 +505,9 @@ def dns_tool(*args):
 class Dnsmasq:
     """dnsmasq on 127.0.0.1:<high port>, local data only (NXDOMAIN for the rest)."""
 
-    def __init__(self, records):
+    def __init__(self, records, port=None):
         need(DNSMASQ)
-        self.port = free_port()
+        self.port = port or free_port()
         args = [DNSMASQ, "--no-resolv", "--no-hosts", "--no-daemon", "--user=root", "--pid-file=",
                 "--bind-interfaces", "--listen-address=127.0.0.1", f"--port={self.port}",
                 "--local=/example.com/example.net/apps.example.com/", "--log-facility=-"] + records
@@ -519,11 +519,8 @@ class Dnsmasq:
         if self.proc.poll() is not None:
             self.log.seek(0)
             raise AssertionError(f"dnsmasq exited: {self.log.read().decode()}")
-        try:
-            dns_tool("-r", f"127.0.0.1:{self.port}", "-t", "300", "probe.example.com", "x.example.com")
-            return True
-        except AssertionError:
-            return False
+        got = dns_tool("-r", f"127.0.0.1:{self.port}", "-t", "300", "probe.example.com", "x.example.com")
+        return got["message"] == "NXDOMAIN"
 
     def close(self):
         self.proc.kill()
@@ -612,6 +609,50 @@ def dns_bad_input():
         check(p.returncode == 1 and "VALIDATION_ERROR" in p.stderr and f'"{field}"' in p.stderr, f"{args}: {p.stderr}")
     p = subprocess.run([DNS_TOOL, "-r", "127.0.0.1:99999", "a.example.com", T1], capture_output=True, text=True)
     check(p.returncode == 1 and "resolver" in p.stderr, p.stderr)
+
+
+@needs("root", "netns")
+def dns_system_resolver():
+    """No resolver configured: the nameservers of resolv.conf, in turn. Run in a private
+    network namespace, where dnsmasq can take 127.0.0.1:53 (resolv.conf has no port)."""
+    need(DNSMASQ)
+    if os.geteuid() != 0:
+        raise Skip("needs root")
+    p = subprocess.run(["/usr/bin/unshare", "-n", "/usr/bin/python3", "-B", os.path.abspath(__file__),
+                        "--inner-system-resolver"], capture_output=True, text=True, timeout=60)
+    if p.returncode == 77:
+        raise Skip(p.stdout.strip())
+    check(p.returncode == 0, f"inside the namespace: {p.returncode} {p.stdout} {p.stderr}")
+
+
+def inner_system_resolver():
+    if subprocess.run(["/sbin/ip", "link", "set", "lo", "up"]).returncode != 0:
+        print("no private network namespace")
+        return 77
+    d = Dnsmasq(DNSMASQ_RECORDS, port=53)
+    tmp = tempfile.mkdtemp(prefix="na-resolv-")
+    try:
+        conf = os.path.join(tmp, "resolv.conf")
+        with open(conf, "w") as f:
+            f.write("# test\nsearch example.com\nnameserver 127.0.0.1\noptions ndots:1\n")
+        got = dns_tool("-c", conf, "good.example.com", T1)
+        check(got["verified"] and got["message"] == f"CNAME points at {T1}", got)
+        # The first nameserver does not answer (nothing on 127.0.0.9:53): the next one
+        # is asked after that try's second.
+        with open(conf, "w") as f:
+            f.write("nameserver 127.0.0.9\nnameserver 127.0.0.1\n")
+        got = dns_tool("-c", conf, "-t", "3000", "wrong.example.com", T1)
+        check(got["message"] == f"CNAME points at x.example.net, expected {T1}", got)
+        check(900 <= got["ms"] <= 2500, f"one try of the first server, then the second: {got['ms']} ms")
+        # None answers: the timeout.
+        with open(conf, "w") as f:
+            f.write("nameserver 127.0.0.9\n")
+        got = dns_tool("-c", conf, "-t", "1000", "good.example.com", T1)
+        check(got["transient"] and got["message"] == "no answer from resolver (timeout after 1 s)", got)
+    finally:
+        d.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
 
 
 class TinyDns:
@@ -705,11 +746,13 @@ CASES = {f.__name__: f for f in [
     haproxy_http_by_host, haproxy_tls_by_sni, haproxy_adopt, haproxy_restart_after_kill, haproxy_refuses_bad_input,
     haproxy_runtime_failure_restores_file, haproxy_stop, haproxy_drops_privileges,
     haproxy_start_failure_said,
-    dns_dnsmasq_answers, dns_timeout, dns_bad_input, dns_odd_resolvers,
+    dns_dnsmasq_answers, dns_timeout, dns_bad_input, dns_odd_resolvers, dns_system_resolver,
 ]}
 
 
 def main():
+    if sys.argv[1:] == ["--inner-system-resolver"]:
+        return inner_system_resolver()
     if sys.argv[1:] == ["--list"]:
         for name, fn in CASES.items():
             print(" ".join([name] + [f"needs-{n}" for n in getattr(fn, "needs", ())]))
