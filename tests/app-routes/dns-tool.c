@@ -1,5 +1,5 @@
 /*
- * A tiny front of the DNS verifier for tests/app-routes/test_routes.py:
+ * A tiny front of the DNS verifier for tests/app-routes/test_dns.py:
  *
  *   dns-tool [-r RESOLVER] [-t TIMEOUT_MS] [-p PUBLIC_ADDR]... [-c RESOLV_CONF] HOSTNAME TARGET
  *

@@ -1,5 +1,5 @@
 /*
- * A tiny front of the HAProxy router for tests/app-routes/test_routes.py: every run
+ * A tiny front of the HAProxy router for tests/app-routes/test_haproxy.py: every run
  * opens the router (adopting the running master or starting one), does one thing and
  * closes the handle (HAProxy keeps running), as an agent restarting between calls.
  *
