@@ -155,7 +155,7 @@ char *app_haproxy_render_config(const struct app_haproxy *h)
                               "    mode http\n"
                               "    bind %s\n"
                               "    option forwardfor\n"
-                              "    http-request set-var(txn.route) req.hdr(host),field(1,:),lower,map(%s)\n"
+                              "    http-request set-var(txn.route) req.hdr(host),field(1,:),lower,regsub(\\\\.$,),map(%s)\n"
                               "    http-request return status 404 content-type text/plain string \"" NOT_ROUTED_BODY
                               "\" unless { var(txn.route) -m found }\n"
                               "    http-request set-dst var(txn.route),field(1,/)\n"

@@ -3,7 +3,7 @@
  * `haproxy` in master-worker mode with a configuration it writes itself under
  * <state_dir>/haproxy/, and routes by name:
  *
- *   - HTTP on http_listen by the Host header (lowercased, port stripped);
+ *   - HTTP on http_listen by the Host header (lowercased, port and final dot stripped);
  *   - TLS on tls_listen passed through untouched, by the SNI of the ClientHello;
  *
  * both to the `ip:port` the map file hosts.map gives the name (the connection's

@@ -112,7 +112,7 @@ static void test_config(void **state)
         assert_non_null(strstr(c, "stats socket /s/haproxy/stats.sock mode 600 level admin\n"));
         assert_non_null(strstr(c, "    bind 0.0.0.0:80\n"));
         assert_non_null(strstr(c, "    bind ipv6@:::443\n"));
-        assert_non_null(strstr(c, "req.hdr(host),field(1,:),lower,map(/s/haproxy/hosts.map)"));
+        assert_non_null(strstr(c, "req.hdr(host),field(1,:),lower,regsub(\\\\.$,),map(/s/haproxy/hosts.map)"));
         assert_non_null(strstr(c, "req.ssl_sni,lower,map(/s/haproxy/hosts.map)"));
         assert_non_null(strstr(c, "server route 0.0.0.0:0"));
         assert_null(strstr(c, "    user "));

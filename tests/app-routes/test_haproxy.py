@@ -190,6 +190,9 @@ def haproxy_http_by_host(r):
         # Host is lowercased and its port stripped.
         status, body = http_get(r.http_port, f"B.Example.COM:{r.http_port}")
         check(status == 200 and body.startswith("app-b /"), f"routed B.Example.COM:port: {status} {body!r}")
+        # A fully qualified Host (trailing dot) is the same name.
+        status, body = http_get(r.http_port, "a.example.com.")
+        check(status == 200 and body.startswith("app-a /"), f"routed a.example.com.: {status} {body!r}")
         status, body = http_get(r.http_port, "c.example.com")
         check(status == 404 and "not routed here" in body, f"unknown host: {status} {body!r}")
         # One keep-alive client connection, requests for both hosts in turn: each to its own backend.
