@@ -81,9 +81,9 @@ int app_haproxy_ensure_running(struct app_haproxy *h, struct na_error *err);
 
 /*
  * Rewrite the configuration and hosts.map and reload the master (master CLI): new
- * workers read them, old ones finish their connections. Routes do not need this; it
- * is the peer the benchmark compares with, and what open does when the configuration
- * changed.
+ * workers read them, old ones finish their connections. Routes never need this (the
+ * runtime API changes them); open does it when the configuration changed or the
+ * running map differs from hosts.map.
  */
 int app_haproxy_reload(struct app_haproxy *h, struct na_error *err);
 
