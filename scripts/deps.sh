@@ -9,7 +9,12 @@ PKGS="build-essential cmake pkg-config libvirt-dev libvirt-daemon libvirt-daemon
   libnftnl-dev libmnl-dev libseccomp-dev libcmocka-dev nftables crun busybox-static
   iproute2 openssl curl python3 ca-certificates cpio xorriso zstd libzstd-dev
   prometheus-node-exporter rpm systemd man-db groff-base bsdextrautils libssl-dev
-  libarchive-dev e2fsprogs docker-registry skopeo apache2-utils python3-cryptography"
+  libarchive-dev e2fsprogs docker-registry skopeo apache2-utils python3-cryptography
+  haproxy dnsmasq-base"
+# Before the install: haproxy's postinst would start the package's service (see below).
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  $SUDO systemctl mask haproxy.service >/dev/null 2>&1 || true
+fi
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -18,4 +23,10 @@ if [ -n "$missing" ]; then
   echo "deps: installing:$missing"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+# haproxy: the agent runs its own instance with its own configuration
+# (docs/app-routes.md); the package's service must never run beside it (masked
+# before the install, whose postinst would start it, and stopped after).
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  $SUDO systemctl stop haproxy.service >/dev/null 2>&1 || true
 fi
