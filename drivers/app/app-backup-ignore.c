@@ -52,12 +52,19 @@ static int class_match(const char *p, char c, size_t *len)
         return (hit != neg) && c != '/' ? 1 : 0;
 }
 
+/*
+ * "*" backtracks only to the latest one (the classic linear-time wildcard match; a
+ * "*" never crosses "/", so an earlier one could not do better); "**" recurses.
+ */
 static bool glob_at(const char *start, const char *p, const char *s)
 {
+        const char *star_p = NULL, *star_s = NULL;
         for (;;) {
                 switch (*p) {
                 case '\0':
-                        return *s == '\0';
+                        if (*s == '\0')
+                                return true;
+                        goto mismatch;
                 case '*':
                         if (p[1] == '*') {
                                 const char *q = p + 2;
@@ -67,50 +74,42 @@ static bool glob_at(const char *start, const char *p, const char *s)
                                 if (*q == '/' && seg_start) {
                                         /* "**" then a slash: zero or more whole components. */
                                         q++;
-                                        for (const char *t = s;;) {
+                                        for (const char *t = s; t; t = strchr(t, '/'), t = t ? t + 1 : NULL)
                                                 if (glob_at(start, q, t))
                                                         return true;
-                                                t = strchr(t, '/');
-                                                if (!t)
-                                                        return false;
-                                                t++;
-                                        }
+                                        goto mismatch;
                                 }
                                 for (const char *t = s;; t++) {
                                         if (glob_at(start, q, t))
                                                 return true;
                                         if (!*t)
-                                                return false;
+                                                goto mismatch;
                                 }
                         }
-                        p++;
-                        for (const char *t = s;; t++) {
-                                if (glob_at(start, p, t))
-                                        return true;
-                                if (!*t || *t == '/')
-                                        return false;
-                        }
+                        star_p = ++p;
+                        star_s = s;
+                        continue;
                 case '?':
                         if (!*s || *s == '/')
-                                return false;
+                                goto mismatch;
                         p++;
                         s++;
-                        break;
+                        continue;
                 case '[': {
                         size_t len = 0;
                         int m = *s ? class_match(p, *s, &len) : 0;
                         if (m < 0) {
                                 if (*s != '[')
-                                        return false;
+                                        goto mismatch;
                                 p++;
                                 s++;
-                                break;
+                                continue;
                         }
                         if (m == 0)
-                                return false;
+                                goto mismatch;
                         p += len;
                         s++;
-                        break;
+                        continue;
                 }
                 case '\\':
                         if (p[1])
@@ -118,10 +117,16 @@ static bool glob_at(const char *start, const char *p, const char *s)
                         /* fall through */
                 default:
                         if (*p != *s)
-                                return false;
+                                goto mismatch;
                         p++;
                         s++;
+                        continue;
                 }
+        mismatch:
+                if (!star_p || !*star_s || *star_s == '/')
+                        return false;
+                p = star_p;
+                s = ++star_s;
         }
 }
 
