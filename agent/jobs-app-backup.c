@@ -75,7 +75,7 @@ static int none_decode(json_t *params, void **ret, struct na_error *err)
 /* Whether a failure happened after the backup's work began (worth an event). */
 static bool work_began(const struct na_error *err)
 {
-        return !(streq(err->code, NA_E_VALIDATION) || streq(err->code, NA_E_APP_NOT_FOUND) ||
+        return err->code && !(streq(err->code, NA_E_VALIDATION) || streq(err->code, NA_E_APP_NOT_FOUND) ||
                  streq(err->code, NA_E_INVALID_STATE) || streq(err->code, NA_E_JOB_CANCELLED) ||
                  streq(err->code, NA_E_LEASE_LOST));
 }

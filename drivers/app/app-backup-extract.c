@@ -36,7 +36,7 @@ struct x {
 static int refuse(struct x *x, const char *name, const char *why)
 {
         char shown[128];
-        snprintf(shown, sizeof(shown), "%s%s", name, strlen(name) > 100 ? "..." : "");
+        snprintf(shown, sizeof(shown), "%.100s%s", name, strlen(name) > 100 ? "..." : "");
         na_error_field(x->err, "backupId", "entry \"%s\": %s", shown, why);
         snprintf(x->err->message, sizeof(x->err->message), "%s: refused: entry \"%s\": %s", x->what, shown, why);
         return -EINVAL;

@@ -147,6 +147,7 @@ int app_oci_backup_create(struct app_conn *c, const char *id, const struct proto
                 pthread_mutex_unlock(&a->op_lock);
                 return r;
         }
+        r = 0;
         app_backup_sweep(dir);
         _cleanup_free_ char *tmp = na_strdupf("%s/%s" APP_BACKUP_SUFFIX ".partial", dir, p->backup_id);
         if (!tmp) {
