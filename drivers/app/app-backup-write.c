@@ -19,9 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/digest.h"
+#include "common/fault.h"
 #include "common/macro.h"
 #include "drivers/app/app-backup.h"
 
@@ -140,6 +142,8 @@ static int progress(struct walk *w, uint64_t add)
 
 static int put_file(struct walk *w, int dir_fd, const char *name)
 {
+        if (NA_FAULT("app-backup.slow")) /* tests: a backup slow enough to be cancelled */
+                nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
         _cleanup_close_ int fd = open_below(dir_fd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return errno == ENOENT ? 0 : na_error_sys(w->err, errno, "open %s", w->path);

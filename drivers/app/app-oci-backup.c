@@ -86,6 +86,15 @@ static bool is_running(struct app *a)
         return run;
 }
 
+void app_backup_thaw_left(const char *id)
+{
+        char cg[128];
+        app_cgroup_path(id, cg, sizeof(cg));
+        struct na_error e = NA_ERROR_INIT;
+        (void)app_backup_thaw(cg, &e);
+        na_error_clear(&e);
+}
+
 /* ---- create ---- */
 
 static int archive_volume(struct app_conn *c, struct app *a, const struct proto_app_backup_create *p, int out_fd,

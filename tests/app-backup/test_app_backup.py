@@ -320,6 +320,39 @@ def restore_quota(s):
     ok(app_job(s, "app.delete", app))
 
 
+@needs("root", "cgroupfs")
+@with_setup(agent_conf=apps_conf, agent_env={"NA_FAULTS": "app-backup.slow%1"})
+def cancel_thaws(s):
+    """A backup cancelled while the app is frozen: JOB_CANCELLED, nothing kept, the app thawed and writing."""
+    need_root()
+    app = str(uuid.uuid4())
+    ok(app_job(s, "app.deploy", app, deploy_params(template={"command": WRITER}), timeout=120))
+    vol = volume_dir(s, app)
+    for i in range(300):
+        with open(os.path.join(vol, f"f{i}"), "wb") as f:
+            f.write(b"x" * 100)
+    ok(app_job(s, "app.power", app, {"action": "start"}))
+    wait_output(s, app, "ready")
+    jid = s.controller.enqueue("app.backup.create", {"backupId": "c1"}, target={"type": "app", "id": app})
+    wait_for(lambda: any(p["stage"] == "archiving"
+                         for p in s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"]), 20, "archiving")
+    time.sleep(0.3)
+    s.controller.admin("POST", f"/admin/cancel/{jid}")
+    res = s.controller.wait_results([jid], 60)[jid]["results"][0]
+    failed(res, "JOB_CANCELLED")
+    check(os.listdir(backups_dir(s, app)) == [], os.listdir(backups_dir(s, app)))
+    check(ok(app_job(s, "app.backup.list", app)) == [], "a cancelled backup is listed")
+    check(not [e for e in events(s, "backup.finished", app)], "backup.finished for a cancel")
+    counter = os.path.join(vol, "counter.txt")
+    n = os.path.getsize(counter)
+    wait_for(lambda: os.path.getsize(counter) > n, 5, "the app writes again (thawed)")
+    for p in (f"/sys/fs/cgroup/freezer/nodeagent/app-{app}/freezer.state",
+              f"/sys/fs/cgroup/nodeagent/app-{app}/cgroup.freeze"):
+        if os.path.exists(p):
+            check(open(p).read().strip() in ("THAWED", "0"), (p, open(p).read()))
+    ok(app_job(s, "app.delete", app))
+
+
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [backup_restore, ignore_retention_list, hostile_restore,
-                                                 restore_quota]}))
+                                                 restore_quota, cancel_thaws]}))
