@@ -132,6 +132,7 @@ static int write_file(struct x *x, struct archive *a, int fd, const char *name, 
                 }
                 if (*since >= CHECK_EVERY_BYTES) {
                         *since = 0;
+                        na_progress_stage(progress, "restoring", -1, NULL);
                         int r = na_progress_checkpoint(progress, x->err);
                         if (r < 0)
                                 return r;
@@ -253,8 +254,11 @@ int app_backup_extract(int archive_fd, int dest_fd, uint32_t id_base, uint32_t i
                 }
                 if ((r = one_entry(&x, a, e, progress, &since)) < 0)
                         break;
-                if (++n % 64 == 0 && (r = na_progress_checkpoint(progress, err)) < 0)
-                        break;
+                if (++n % 64 == 0) {
+                        na_progress_stage(progress, "restoring", -1, NULL); /* carries a cancel back */
+                        if ((r = na_progress_checkpoint(progress, err)) < 0)
+                                break;
+                }
         }
 out:
         archive_read_free(a);

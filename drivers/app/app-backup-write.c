@@ -135,6 +135,7 @@ static int progress(struct walk *w, uint64_t add)
         }
         if (w->since_check >= CHECK_EVERY_BYTES) {
                 w->since_check = 0;
+                na_progress_stage(w->o->progress, "archiving", w->last_percent < 0 ? 0 : w->last_percent, NULL);
                 return na_progress_checkpoint(w->o->progress, w->err);
         }
         return 0;
@@ -296,8 +297,12 @@ static int walk_tree(struct walk *w, int volume_fd)
                 bool is_dir = S_ISDIR(st.st_mode);
                 if (app_backup_ignored(w->o->ignore, w->path, is_dir))
                         continue;
-                if (++entries % 64 == 0 && (r = na_progress_checkpoint(w->o->progress, w->err)) < 0)
-                        return r;
+                if (++entries % 64 == 0) {
+                        /* A progress report now and then also carries a cancel back (the link answers it). */
+                        na_progress_stage(w->o->progress, "archiving", w->last_percent < 0 ? 0 : w->last_percent, NULL);
+                        if ((r = na_progress_checkpoint(w->o->progress, w->err)) < 0)
+                                return r;
+                }
                 if (is_dir)
                         r = push_dir(w, l->fd, d->d_name, plen);
                 else if (S_ISREG(st.st_mode))

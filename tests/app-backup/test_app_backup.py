@@ -337,9 +337,12 @@ def cancel_thaws(s):
     wait_for(lambda: any(p["stage"] == "archiving"
                          for p in s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"]), 20, "archiving")
     time.sleep(0.3)
+    t0 = time.time()
     s.controller.admin("POST", f"/admin/cancel/{jid}")
     res = s.controller.wait_results([jid], 60)[jid]["results"][0]
     failed(res, "JOB_CANCELLED")
+    print(f"cancelled after {time.time() - t0:.2f}s")
+    check(time.time() - t0 < 4, "the cancel waited for the end of the backup (300 files x 20 ms)")
     check(os.listdir(backups_dir(s, app)) == [], os.listdir(backups_dir(s, app)))
     check(ok(app_job(s, "app.backup.list", app)) == [], "a cancelled backup is listed")
     check(not [e for e in events(s, "backup.finished", app)], "backup.finished for a cancel")
