@@ -46,7 +46,7 @@ struct level {
         int fd;
         size_t pos, len, path_len;
         bool eof;
-        char buf[DENTS_BUF];
+        _Alignas(8) char buf[DENTS_BUF]; /* getdents64 records are 8-byte aligned within it */
 };
 
 struct sink {
