@@ -291,6 +291,25 @@ def hostile_restore(s):
         check(not os.path.exists(os.path.join(disk, "x")) and not os.path.exists(os.path.join(disk, "h")), name)
         print(f"{name}: refused: {err['details']['backupId']['_errors']}")
     check(ok(app_job(s, "app.status", app))["state"] == "stopped", "a refused restore started the app")
+    # Not everything foreign is refused: a hard link to a file restored before it, a link
+    # pointing anywhere (stored, never followed), a directory given after its files.
+    benign = io.BytesIO()
+    with tarfile.open(fileobj=benign, mode="w", format=tarfile.PAX_FORMAT) as t:
+        for name, kind, extra in (("d", tarfile.DIRTYPE, None), ("d/a", tarfile.REGTYPE, b"shared"),
+                                  ("d/h", tarfile.LNKTYPE, "d/a"), ("up", tarfile.SYMTYPE, "../../../etc/passwd")):
+            ti = tarfile.TarInfo(name)
+            ti.type = kind
+            if kind == tarfile.REGTYPE:
+                ti.size = len(extra)
+            elif extra:
+                ti.linkname = extra
+            t.addfile(ti, io.BytesIO(extra) if kind == tarfile.REGTYPE else None)
+    place_backup(s, app, "benign", benign.getvalue())
+    ok(app_job(s, "app.backup.restore", app, {"backupId": "benign"}))
+    got = tree(vol)
+    check(sorted(got) == ["d", "d/a", "d/h", "up"], sorted(got))
+    check(os.stat(os.path.join(vol, "d/a")).st_ino == os.stat(os.path.join(vol, "d/h")).st_ino, "a hard link")
+    check(os.readlink(os.path.join(vol, "up")) == "../../../etc/passwd", "the link as it was")
     for c in canaries:
         os.unlink(c)
     ok(app_job(s, "app.delete", app))
