@@ -30,8 +30,22 @@ struct x {
         int dest;
         uint32_t base, count;
         const char *what;
+        uint64_t archive_size; /* for percent: compressed bytes read of it */
+        const struct na_progress *progress;
         struct na_error *err;
 };
+
+/* Stage "restoring" with how far into the archive the reader is; it also carries a cancel back. */
+static void report(struct x *x, struct archive *a)
+{
+        int pct = -1;
+        if (x->archive_size > 0) {
+                la_int64_t done = archive_filter_bytes(a, -1);
+                pct = done > 0 ? (int)((uint64_t)done * 100 / x->archive_size) : 0;
+                pct = pct > 99 ? 99 : pct;
+        }
+        na_progress_stage(x->progress, "restoring", pct, NULL);
+}
 
 static int refuse(struct x *x, const char *name, const char *why)
 {
@@ -132,7 +146,7 @@ static int write_file(struct x *x, struct archive *a, int fd, const char *name, 
                 }
                 if (*since >= CHECK_EVERY_BYTES) {
                         *since = 0;
-                        na_progress_stage(progress, "restoring", -1, NULL);
+                        report(x, a);
                         int r = na_progress_checkpoint(progress, x->err);
                         if (r < 0)
                                 return r;
@@ -222,7 +236,11 @@ static int one_entry(struct x *x, struct archive *a, struct archive_entry *e, co
 int app_backup_extract(int archive_fd, int dest_fd, uint32_t id_base, uint32_t id_count,
                        const struct na_progress *progress, const char *what, struct na_error *err)
 {
-        struct x x = { .dest = dest_fd, .base = id_base, .count = id_count, .what = what, .err = err };
+        struct x x = { .dest = dest_fd, .base = id_base, .count = id_count, .what = what, .progress = progress,
+                       .err = err };
+        struct stat ast;
+        if (fstat(archive_fd, &ast) == 0)
+                x.archive_size = (uint64_t)ast.st_size;
         if (lseek(archive_fd, 0, SEEK_SET) < 0)
                 return na_error_sys(err, errno, "%s: seek", what);
         struct archive *a = archive_read_new();
@@ -255,7 +273,7 @@ int app_backup_extract(int archive_fd, int dest_fd, uint32_t id_base, uint32_t i
                 if ((r = one_entry(&x, a, e, progress, &since)) < 0)
                         break;
                 if (++n % 64 == 0) {
-                        na_progress_stage(progress, "restoring", -1, NULL); /* carries a cancel back */
+                        report(&x, a);
                         if ((r = na_progress_checkpoint(progress, err)) < 0)
                                 break;
                 }
