@@ -132,7 +132,7 @@ struct app_driver {
          * into; closing it without adopt leaves nothing behind. */
         int (*backup_tmpfile)(struct app_conn *conn, const char *app_id, int *ret_fd, struct na_error *err);
         /* import, 2: hash fd (from backup_tmpfile) from offset 0, check it is zstd and, when
-         * sha256 is not NULL, that it matches (else VALIDATION_ERROR on "sha256", nothing kept),
+         * sha256 is not NULL, that it matches (else 422 VALIDATION_ERROR on "transfer.sha256", nothing kept),
          * then make it the listed backup backup_id (INVALID_STATE when that id exists). The
          * caller still closes fd. */
         int (*backup_adopt)(struct app_conn *conn, const char *app_id, const char *backup_id, int fd,

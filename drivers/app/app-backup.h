@@ -19,7 +19,7 @@
  * The archive holds the volume's entries with relative names ("dir/file", never "."
  * or "./"), directories before what they hold, regular files, directories and
  * symbolic links (stored as links, never followed); sockets, fifos and devices are
- * skipped. Owners are in the container's view (host id - id base; ids outside the
+ * skipped; a file with several hard links is stored once per name (whole each time). Owners are in the container's view (host id - id base; ids outside the
  * app's range become 0).
  */
 #pragma once

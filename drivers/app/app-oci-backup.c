@@ -377,7 +377,7 @@ int app_oci_backup_adopt(struct app_conn *c, const char *id, const char *backup_
                 r = -EBADMSG;
         }
         if (r >= 0 && sha256 && strcasecmp(sha, sha256) != 0) {
-                na_error_field(err, "sha256", "the file's sha256 is %s, not %s", sha, sha256);
+                na_error_field(err, "transfer.sha256", "the file's sha256 is %s, not %s", sha, sha256);
                 snprintf(err->message, sizeof(err->message), "sha256 mismatch: the file's is %s, not %s", sha, sha256);
                 r = -EBADMSG;
         }
