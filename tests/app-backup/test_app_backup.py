@@ -355,6 +355,11 @@ def cancel_thaws(s):
     jid = s.controller.enqueue("app.backup.create", {"backupId": "c1"}, target={"type": "app", "id": app})
     wait_for(lambda: any(p["stage"] == "archiving"
                          for p in s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"]), 20, "archiving")
+    freezer = [p for p in (f"/sys/fs/cgroup/freezer/nodeagent/app-{app}/freezer.state",
+                           f"/sys/fs/cgroup/nodeagent/app-{app}/cgroup.freeze") if os.path.exists(p)]
+    check(freezer, "the app's cgroup has a freezer")
+    state = open(freezer[0]).read().strip()
+    check(state in ("FROZEN", "1"), f"the app is not frozen while it is archived: {state}")
     time.sleep(0.3)
     t0 = time.time()
     s.controller.admin("POST", f"/admin/cancel/{jid}")
@@ -368,10 +373,7 @@ def cancel_thaws(s):
     counter = os.path.join(vol, "counter.txt")
     n = os.path.getsize(counter)
     wait_for(lambda: os.path.getsize(counter) > n, 5, "the app writes again (thawed)")
-    for p in (f"/sys/fs/cgroup/freezer/nodeagent/app-{app}/freezer.state",
-              f"/sys/fs/cgroup/nodeagent/app-{app}/cgroup.freeze"):
-        if os.path.exists(p):
-            check(open(p).read().strip() in ("THAWED", "0"), (p, open(p).read()))
+    check(open(freezer[0]).read().strip() in ("THAWED", "0"), open(freezer[0]).read())
     ok(app_job(s, "app.delete", app))
 
 
