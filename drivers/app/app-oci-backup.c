@@ -106,6 +106,12 @@ static int archive_volume(struct app_conn *c, struct app *a, const struct proto_
         if (r < 0)
                 return r;
         snprintf(volume, sizeof(volume), "%s/volume", disk);
+        /* What a restore cut short by the agent's death left next to the volume takes quota: gone. */
+        _cleanup_close_ int dfd = open(disk, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return na_error_sys(err, errno, "open %s", disk);
+        if ((r = app_fs_rm_rf(dfd, RESTORE_DIR, err)) < 0)
+                return r;
         _cleanup_close_ int vfd = open(volume, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (vfd < 0)
                 return na_error_sys(err, errno, "open the volume");
