@@ -9,6 +9,7 @@
  *   app-backup-store.c    <backups_dir>/<app id>/: records, list, delete, retention,
  *                         temporary files and their sweep
  *   app-backup-freeze.c   freezing an app's cgroup (v1 freezer or v2 cgroup.freeze)
+ *   app-backup-snapshot.c a copy-on-write snapshot of the disk image (FIFREEZE, FICLONE)
  *
  * A backup is <backups_dir>/<app id>/<backupId>.tar.zst (pax tar, zstd) and its record
  * <backupId>.json ({backupId, appId, createdAt, sizeBytes, sha256, format}), written
@@ -109,3 +110,13 @@ int app_backup_hash_fd(int fd, const struct na_progress *progress, char sha256[6
  * (the app does not run). Thaw is idempotent and always tried after a freeze. */
 int app_backup_freeze(const char *cgroup_rel, struct na_error *err);
 int app_backup_thaw(const char *cgroup_rel, struct na_error *err);
+
+/* ---- the copy-on-write snapshot --------------------------------------------------------
+ * 1: image (the app's disk, mounted at disk) reflinked to clone and the clone mounted
+ * read-only at mnt (drop it after with app_backup_snapshot_drop); 0: the storage file
+ * system has no reflinks (nothing made); < 0: error. The disk's file system is frozen
+ * (FIFREEZE) only for the clone itself. */
+int app_backup_snapshot(const char *image, const char *disk, const char *clone, const char *mnt, struct na_error *err);
+void app_backup_snapshot_drop(const char *clone, const char *mnt);
+/* FITHAW of the file system mounted at disk (after an agent died during a snapshot). */
+void app_backup_fs_thaw(const char *disk);

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "common/fileio.h"
@@ -86,35 +88,66 @@ static bool is_running(struct app *a)
         return run;
 }
 
-void app_backup_thaw_left(const char *id)
+void app_backup_thaw_left(const char *id, const char *dir)
 {
-        char cg[128];
-        app_cgroup_path(id, cg, sizeof(cg));
+        char cg[128], disk[4200], clone[4300], mnt[4300];
+        snprintf(disk, sizeof(disk), "%s/disk", dir);
+        snprintf(clone, sizeof(clone), "%s/backup-snapshot.img", dir);
+        snprintf(mnt, sizeof(mnt), "%s/backup-snapshot", dir);
+        bool mounted = false;
         struct na_error e = NA_ERROR_INIT;
+        if (app_volume_is_mounted(disk, &mounted, &e) == 0 && mounted)
+                app_backup_fs_thaw(disk); /* never the file system under an unmounted disk */
+        na_error_clear(&e);
+        app_backup_snapshot_drop(clone, mnt);
+        app_cgroup_path(id, cg, sizeof(cg));
         (void)app_backup_thaw(cg, &e);
         na_error_clear(&e);
 }
 
 /* ---- create ---- */
 
+/* Whether the file system holding path may have reflinks (XFS, btrfs): only there is a snapshot tried. */
+static bool may_reflink(const char *path)
+{
+        struct statfs sf;
+        return statfs(path, &sf) == 0 && (sf.f_type == XFS_SUPER_MAGIC || sf.f_type == BTRFS_SUPER_MAGIC);
+}
+
+static int thaw(const char *cg, int r, struct na_error *err)
+{
+        struct na_error te = NA_ERROR_INIT;
+        int t = app_backup_thaw(cg, &te);
+        if (t < 0 && r >= 0) {
+                na_error_move(err, &te);
+                r = na_error_prefix(err, "thaw the app");
+        }
+        na_error_clear(&te);
+        return r;
+}
+
+/*
+ * Consistency: a running app's cgroup is frozen; where the storage has reflinks the
+ * disk image is cloned (app-backup-snapshot.c) and the app thawed at once, the clone
+ * archived; elsewhere the live volume is archived with the app frozen throughout.
+ */
 static int archive_volume(struct app_conn *c, struct app *a, const struct proto_app_backup_create *p, int out_fd,
                           const struct na_progress *progress, struct app_backup_written *w, struct na_error *err)
 {
         (void)c;
-        char disk[4200], volume[4300];
+        char disk[4200], img[4200], src[4400], clone[4300], mnt[4300];
         int r = mount_disk(a, disk, sizeof(disk), err);
         if (r < 0)
                 return r;
-        snprintf(volume, sizeof(volume), "%s/volume", disk);
+        path_in(a, "disk.img", img, sizeof(img));
+        path_in(a, "backup-snapshot.img", clone, sizeof(clone));
+        path_in(a, "backup-snapshot", mnt, sizeof(mnt));
         /* What a restore cut short by the agent's death left next to the volume takes quota: gone. */
         _cleanup_close_ int dfd = open(disk, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return na_error_sys(err, errno, "open %s", disk);
         if ((r = app_fs_rm_rf(dfd, RESTORE_DIR, err)) < 0)
                 return r;
-        _cleanup_close_ int vfd = open(volume, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (vfd < 0)
-                return na_error_sys(err, errno, "open the volume");
         struct app_backup_ignore *ig = NULL;
         if ((r = app_backup_ignore_new(p->ignore, &ig, err)) < 0)
                 return r;
@@ -124,7 +157,6 @@ static int archive_volume(struct app_conn *c, struct app *a, const struct proto_
         na_error_clear(&e);
         struct app_backup_write_opts o = { .id_base = a->uid_base, .id_count = APP_IDS_RANGE, .ignore = ig,
                                            .total_bytes = u.used_mb * MB, .progress = progress };
-        /* Consistency: the app does not run while its files are read (no reflinks here: see README, Apps). */
         char cg[128];
         app_cgroup_path(a->id, cg, sizeof(cg));
         bool frozen = false;
@@ -134,17 +166,22 @@ static int archive_volume(struct app_conn *c, struct app *a, const struct proto_
                 if (r < 0)
                         na_error_prefix(err, "freeze the app");
         }
-        if (r >= 0)
-                r = app_backup_write(vfd, out_fd, &o, w, err);
-        if (frozen) {
-                struct na_error te = NA_ERROR_INIT;
-                int t = app_backup_thaw(cg, &te);
-                if (t < 0 && r >= 0) {
-                        na_error_move(err, &te);
-                        r = na_error_prefix(err, "thaw the app");
-                }
-                na_error_clear(&te);
+        int snap = 0;
+        if (r >= 0 && may_reflink(a->dir) && (snap = app_backup_snapshot(img, disk, clone, mnt, err)) < 0)
+                r = snap;
+        if (snap > 0 && frozen) {
+                r = thaw(cg, r, err); /* the snapshot holds the instant: the app runs on */
+                frozen = false;
         }
+        snprintf(src, sizeof(src), "%s/volume", snap > 0 ? mnt : disk);
+        if (r >= 0) {
+                _cleanup_close_ int vfd = open(src, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                r = vfd < 0 ? na_error_sys(err, errno, "open %s", src) : app_backup_write(vfd, out_fd, &o, w, err);
+        }
+        if (frozen)
+                r = thaw(cg, r, err);
+        if (snap > 0)
+                app_backup_snapshot_drop(clone, mnt);
         app_backup_ignore_free(ig);
         return r;
 }

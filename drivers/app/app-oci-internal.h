@@ -136,8 +136,8 @@ int app_oci_image_ready(struct app_conn *c, const struct proto_image_ref *ref, c
                         struct app_image *ret_img, char **ret_rootfs, struct na_error *err);
 
 /* app-oci-backup.c: app.backup.* (drivers/app.h) */
-/* At open: an app a backup froze when the agent died is thawed (no error when it runs not, or was not frozen). */
-void app_backup_thaw_left(const char *id);
+/* At open: an app (cgroup, disk) a backup froze when the agent died is thawed, its snapshot dropped. */
+void app_backup_thaw_left(const char *id, const char *dir);
 int app_oci_backup_create(struct app_conn *c, const char *id, const struct proto_app_backup_create *p,
                           const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err);
 int app_oci_backup_restore(struct app_conn *c, const char *id, const char *backup_id,

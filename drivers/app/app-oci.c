@@ -152,7 +152,7 @@ static int load_apps(struct app_conn *c, struct na_error *err)
                 }
                 a->next = c->apps;
                 c->apps = a;
-                app_backup_thaw_left(a->id);
+                app_backup_thaw_left(a->id, a->dir);
         }
         closedir(d);
         return 0;

@@ -377,6 +377,70 @@ def cancel_thaws(s):
     ok(app_job(s, "app.delete", app))
 
 
+def xfs_conf(s):
+    """Apps stored on a loop-mounted XFS with reflinks: backups take a copy-on-write snapshot."""
+    conf = apps_conf(s)
+    if not os.path.exists("/usr/sbin/mkfs.xfs"):
+        raise AssertionError("/usr/sbin/mkfs.xfs is missing: scripts/deps.sh installs xfsprogs")
+    img, mnt = os.path.join(s.tmp, "xfs.img"), os.path.join(s.tmp, "xfs")
+    with open(img, "wb") as f:
+        f.truncate(400 << 20)
+    subprocess.run(["/usr/sbin/mkfs.xfs", "-q", "-m", "reflink=1", img], check=True)
+    os.makedirs(mnt)
+    subprocess.run(["/usr/bin/mount", "-o", "loop", img, mnt], check=True)
+    os.chmod(mnt, 0o711)
+    conf["apps"]["storage_dir"] = os.path.join(mnt, "apps")
+    return conf
+
+
+@needs("root", "cgroupfs")
+@with_setup(agent_conf=xfs_conf, agent_env={"NA_FAULTS": "app-backup.slow%1"})
+def snapshot_on_reflinks(s):
+    """On storage with reflinks the app is frozen only for the snapshot: it runs on (thawed,
+    writing) while its volume is archived, and the backup restores byte for byte."""
+    need_root()
+    mnt = os.path.join(s.tmp, "xfs")
+    app = str(uuid.uuid4())
+    try:
+        ok(app_job(s, "app.deploy", app, deploy_params(template={"command": WRITER}), timeout=120))
+        vol = os.path.join(mnt, "apps", "apps", app, "disk", "volume")
+        for i in range(60):
+            with open(os.path.join(vol, f"f{i}"), "wb") as f:
+                f.write(os.urandom(1000))
+        ok(app_job(s, "app.power", app, {"action": "start"}))
+        wait_output(s, app, "ready")
+        time.sleep(0.3)
+        jid = s.controller.enqueue("app.backup.create", {"backupId": "s1"}, target={"type": "app", "id": app})
+        wait_for(lambda: any(p["stage"] == "archiving"
+                             for p in s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"]), 20, "archiving")
+        freezer = [p for p in (f"/sys/fs/cgroup/freezer/nodeagent/app-{app}/freezer.state",
+                               f"/sys/fs/cgroup/nodeagent/app-{app}/cgroup.freeze") if os.path.exists(p)]
+        check(freezer and open(freezer[0]).read().strip() in ("THAWED", "0"), "frozen during a snapshot backup")
+        snap = os.path.join(mnt, "apps", "apps", app, "backup-snapshot")
+        check(os.path.ismount(snap), "the snapshot is not mounted while it is archived")
+        counter = os.path.join(vol, "counter.txt")
+        n = os.path.getsize(counter)
+        wait_for(lambda: os.path.getsize(counter) > n, 5, "the app writes while it is backed up")
+        b = ok(s.controller.wait_results([jid], 60)[jid]["results"][0])
+        check(not os.path.exists(snap) and not os.path.exists(snap + ".img"), "the snapshot is left")
+        members = archive_members(os.path.join(mnt, "apps", "backups", app, "s1.tar.zst"))
+        counter_then = members["counter.txt"][1].decode()
+        lines = counter_then.splitlines()
+        check(lines == [f"line {i}" for i in range(1, len(lines) + 1)], "the snapshot's counter is consistent")
+        check(len(members) >= 61, len(members))
+        ok(app_job(s, "app.backup.restore", app, {"backupId": "s1"}))
+        wait_for(lambda: ok(app_job(s, "app.status", app))["state"] == "running", 15, "running after the restore")
+        with open(counter) as f:
+            check(f.read().startswith(counter_then), "restored: the snapshot's counter, then new lines")
+        for i in range(60):
+            with open(os.path.join(vol, f"f{i}"), "rb") as f:
+                check(f.read() == members[f"f{i}"][1], f"f{i}")
+        check(b["sha256"], b)
+        ok(app_job(s, "app.delete", app))
+    finally:
+        subprocess.run(["/usr/bin/umount", "-l", mnt], check=False)
+
+
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [backup_restore, ignore_retention_list, hostile_restore,
-                                                 restore_quota, cancel_thaws]}))
+                                                 restore_quota, cancel_thaws, snapshot_on_reflinks]}))
