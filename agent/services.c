@@ -214,6 +214,7 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                 .on_event = app_event,
                 .on_cgroup = app_cgroup,
                 .userdata = s,
+                .backups_dir = cfg->apps_backups_dir,
         };
         if (cfg->apps_crash_backoff_ms)
                 (void)config_parse_backoff(cfg->apps_crash_backoff_ms, o.crash_backoff_ms);

@@ -30,6 +30,7 @@
 #include "common/error.h"
 #include "common/progress.h"
 #include "proto/app.h"
+#include "proto/app-backup.h"
 
 struct app_conn;
 struct app_fs; /* drivers/app/app-fs.h: the app's volume, every path kept beneath it */
@@ -57,6 +58,7 @@ struct app_options {
         app_event_fn on_event;
         app_cgroup_fn on_cgroup;
         void *userdata;
+        const char *backups_dir;      /* [apps] backups_dir; NULL or "": <storage_dir>/backups */
 };
 
 struct app_driver {
@@ -105,6 +107,37 @@ struct app_driver {
                           json_t **ret, struct na_error *err);
         int (*image_list)(struct app_conn *conn, json_t **ret, struct na_error *err);
         int (*image_delete)(struct app_conn *conn, const struct proto_image_ref *ref, struct na_error *err);
+
+        /*
+         * Backups (drivers/app/app-backup.h): <backups_dir>/<app id>/<backupId>.tar.zst and
+         * its record. BACKUP_NOT_FOUND for an unknown backupId; VALIDATION_ERROR on
+         * "backupId" for a malformed one or for an archive a restore refuses.
+         * create: stages archiving, compressing; the app's cgroup frozen while its volume
+         * is read; retention after. The same backupId again answers the backup made.
+         */
+        int (*backup_create)(struct app_conn *conn, const char *app_id, const struct proto_app_backup_create *p,
+                             const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err);
+        /* restore: stages stopping, restoring, starting; QUOTA_EXCEEDED when it does not fit
+         * (old contents kept). Any failure leaves the old contents. */
+        int (*backup_restore)(struct app_conn *conn, const char *app_id, const char *backup_id,
+                              const struct na_progress *progress, struct na_error *err);
+        /* list: oldest first; *ret freed with free(). */
+        int (*backup_list)(struct app_conn *conn, const char *app_id, struct proto_app_backup **ret, size_t *ret_n,
+                           struct na_error *err);
+        int (*backup_delete)(struct app_conn *conn, const char *app_id, const char *backup_id, struct na_error *err);
+        /* export: a read-only fd of the backup's file (from offset 0; close it) and its Backup. */
+        int (*backup_open)(struct app_conn *conn, const char *app_id, const char *backup_id, int *ret_fd,
+                           struct proto_app_backup *ret_info, struct na_error *err);
+        /* import, 1: an unnamed O_TMPFILE (O_RDWR) in the app's backups directory to download
+         * into; closing it without adopt leaves nothing behind. */
+        int (*backup_tmpfile)(struct app_conn *conn, const char *app_id, int *ret_fd, struct na_error *err);
+        /* import, 2: hash fd (from backup_tmpfile) from offset 0, check it is zstd and, when
+         * sha256 is not NULL, that it matches (else 422 VALIDATION_ERROR on "transfer.sha256", nothing kept),
+         * then make it the listed backup backup_id (INVALID_STATE when that id exists). The
+         * caller still closes fd. */
+        int (*backup_adopt)(struct app_conn *conn, const char *app_id, const char *backup_id, int fd,
+                            const char *sha256, const struct na_progress *progress, struct proto_app_backup *ret,
+                            struct na_error *err);
 };
 
 extern const struct app_driver app_oci_driver;

@@ -18,8 +18,7 @@
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
-
-#define GIB (1024LL * 1024 * 1024)
+#include "proto/backup.h"
 
 static char *backup_dir(struct vm_conn *c, const char *id)
 {
@@ -168,27 +167,12 @@ static int retention(struct vm_conn *c, const char *id, const struct proto_vps_b
         int r = list_records(c, id, &list, &n, err);
         if (r < 0)
                 return r;
-        int64_t now = (int64_t)na_now_real_ms(), total = 0;
         bool *gone = calloc(n + 1, sizeof(bool));
         if (!gone) {
                 free(list);
                 return na_error_sys(err, ENOMEM, "vps %s: retention", id);
         }
-        size_t kept = n;
-        for (size_t i = 0; i < n; i++)
-                total += list[i].size_bytes;
-        /* The newest backup (the one just made) always stays. */
-        for (size_t i = 0; i + 1 < n; i++) {
-                bool old = limits->retention_days > 0 &&
-                           list[i].created_at_ms < now - limits->retention_days * 86400LL * 1000;
-                bool many = limits->max_backups > 0 && kept > (size_t)limits->max_backups;
-                bool big = limits->max_storage_gb > 0 && total > limits->max_storage_gb * GIB;
-                if (old || many || big) {
-                        gone[i] = true;
-                        kept--;
-                        total -= list[i].size_bytes;
-                }
-        }
+        proto_backup_retention(list, n, limits, (int64_t)na_now_real_ms(), gone);
         for (size_t i = 0; i < n && r == 0; i++)
                 if (gone[i])
                         r = remove_backup(c, id, list[i].backup_id, err);

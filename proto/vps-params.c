@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/json-cleanup.h"
+#include "proto/backup.h"
 #include "proto/decode.h"
 #include "proto/vps-internal.h"
 
@@ -381,15 +382,7 @@ int proto_vps_upgrade_decode(json_t *params, struct proto_vps_upgrade **ret, str
 /* A snapshotId / backupId field into buf. */
 static bool object_id_field(json_t *obj, const char *key, char buf[PROTO_VPS_OBJECT_ID_MAX + 1], struct na_error *err)
 {
-        const char *s = NULL;
-        if (proto_string(obj, NULL, key, PROTO_REQUIRED, 1, PROTO_VPS_OBJECT_ID_MAX, &s, err) != PROTO_PRESENT)
-                return false;
-        if (!proto_vps_object_id_valid(s)) {
-                na_error_field(err, key, "must be 1..64 letters, digits, hyphens or underscores");
-                return false;
-        }
-        snprintf(buf, PROTO_VPS_OBJECT_ID_MAX + 1, "%s", s);
-        return true;
+        return proto_backup_id_field(obj, key, buf, err);
 }
 
 #define DUP_OUT(type, value, what)                                     \
@@ -434,18 +427,7 @@ int proto_vps_backup_create_decode(json_t *params, struct proto_vps_backup_creat
 {
         struct proto_vps_backup_create p = { .limits = { -1, -1, -1 } };
         bool ok = object_id_field(params, "backupId", p.backup_id, err);
-        json_t *limits = NULL;
-        int r = proto_object(params, NULL, "limits", PROTO_NULLABLE, &limits, err);
-        if (r < 0)
-                ok = false;
-        else if (r == PROTO_PRESENT) {
-                ok &= proto_int(limits, "limits", "maxStorageGB", PROTO_NULLABLE, 1, 1000000, &p.limits.max_storage_gb,
-                                err) >= 0;
-                ok &= proto_int(limits, "limits", "maxBackups", PROTO_NULLABLE, 1, 10000, &p.limits.max_backups, err) >=
-                      0;
-                ok &= proto_int(limits, "limits", "retentionDays", PROTO_NULLABLE, 1, 36500, &p.limits.retention_days,
-                                err) >= 0;
-        }
+        ok &= proto_backup_limits_decode(params, &p.limits, err) >= 0;
         if (!ok)
                 return -EINVAL;
         return DUP_OUT(struct proto_vps_backup_create, p, "vps.backup.create params");

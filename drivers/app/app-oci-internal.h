@@ -66,6 +66,7 @@ struct app_conn {
         char storage_dir[4096], apps_dir[4096], cache_dir[4096], crun_root[4096];
         char runtime[4096], monitor[4096], images_dir[4096], state_dir[4096];
         char registry[2048], registry_ca[4096];
+        char backups_dir[4096];            /* app-oci-backup.c */
         struct app_registry_options reg;
         struct app_crun crun;
         bool private_ns;
@@ -133,3 +134,19 @@ int app_oci_image_delete(struct app_conn *c, const struct proto_image_ref *ref, 
 /* Resolve the image (pulling it when the store lacks it and a registry is set) and unpack it. */
 int app_oci_image_ready(struct app_conn *c, const struct proto_image_ref *ref, const struct na_progress *progress,
                         struct app_image *ret_img, char **ret_rootfs, struct na_error *err);
+
+/* app-oci-backup.c: app.backup.* (drivers/app.h) */
+/* At open: an app (cgroup, disk) a backup froze when the agent died is thawed, its snapshot dropped. */
+void app_backup_thaw_left(const char *id, const char *dir);
+int app_oci_backup_create(struct app_conn *c, const char *id, const struct proto_app_backup_create *p,
+                          const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err);
+int app_oci_backup_restore(struct app_conn *c, const char *id, const char *backup_id,
+                           const struct na_progress *progress, struct na_error *err);
+int app_oci_backup_list(struct app_conn *c, const char *id, struct proto_app_backup **ret, size_t *ret_n,
+                        struct na_error *err);
+int app_oci_backup_delete(struct app_conn *c, const char *id, const char *backup_id, struct na_error *err);
+int app_oci_backup_open(struct app_conn *c, const char *id, const char *backup_id, int *ret_fd,
+                        struct proto_app_backup *ret_info, struct na_error *err);
+int app_oci_backup_tmpfile(struct app_conn *c, const char *id, int *ret_fd, struct na_error *err);
+int app_oci_backup_adopt(struct app_conn *c, const char *id, const char *backup_id, int fd, const char *sha256,
+                         const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err);

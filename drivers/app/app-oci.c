@@ -152,6 +152,7 @@ static int load_apps(struct app_conn *c, struct na_error *err)
                 }
                 a->next = c->apps;
                 c->apps = a;
+                app_backup_thaw_left(a->id, a->dir);
         }
         closedir(d);
         return 0;
@@ -228,6 +229,14 @@ static int app_oci_open(const struct app_options *o, struct app_conn **ret, stru
                 return r;
         }
         snprintf(c->apps_dir, sizeof(c->apps_dir), "%s/apps", c->storage_dir);
+        if (o->backups_dir && *o->backups_dir)
+                r = copy_opt(c->backups_dir, sizeof(c->backups_dir), o->backups_dir, "backups_dir", err);
+        else
+                snprintf(c->backups_dir, sizeof(c->backups_dir), "%s/backups", c->storage_dir);
+        if (r < 0) {
+                app_oci_close(c);
+                return r;
+        }
         snprintf(c->cache_dir, sizeof(c->cache_dir), "%s/images", c->storage_dir);
         snprintf(c->crun_root, sizeof(c->crun_root), "%s/crun", c->storage_dir);
         c->crun = (struct app_crun){ .crun = c->runtime, .root = c->crun_root };
@@ -309,4 +318,11 @@ const struct app_driver app_oci_driver = {
         .image_pull = app_oci_image_pull,
         .image_list = app_oci_image_list,
         .image_delete = app_oci_image_delete,
+        .backup_create = app_oci_backup_create,
+        .backup_restore = app_oci_backup_restore,
+        .backup_list = app_oci_backup_list,
+        .backup_delete = app_oci_backup_delete,
+        .backup_open = app_oci_backup_open,
+        .backup_tmpfile = app_oci_backup_tmpfile,
+        .backup_adopt = app_oci_backup_adopt,
 };

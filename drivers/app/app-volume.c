@@ -219,7 +219,19 @@ static void give_lost_found(const char *dir)
                         return; /* cosmetic: the app can live without it */
 }
 
+static int mount_image(const char *image, const char *dir, bool read_only, struct na_error *err);
+
 int app_volume_mount(const char *image, const char *dir, struct na_error *err)
+{
+        return mount_image(image, dir, false, err);
+}
+
+int app_volume_mount_ro(const char *image, const char *dir, struct na_error *err)
+{
+        return mount_image(image, dir, true, err);
+}
+
+static int mount_image(const char *image, const char *dir, bool read_only, struct na_error *err)
 {
         int r = check_path("image", image, err);
         if (r < 0 || (r = check_path("mount directory", dir, err)) < 0)
@@ -241,13 +253,15 @@ int app_volume_mount(const char *image, const char *dir, struct na_error *err)
         _cleanup_close_ int loop_fd = loop_attach(image_fd, image, dev, err);
         if (loop_fd < 0)
                 return loop_fd;
-        if (mount(dev, dir, "ext4", MS_NOSUID | MS_NODEV, "errors=remount-ro") < 0) {
+        unsigned long flags = MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY | MS_NOEXEC : 0);
+        if (mount(dev, dir, "ext4", flags, "errors=remount-ro") < 0) {
                 r = na_error_sys(err, errno, "volume: mount %s (%s) at %s", image, dev, dir);
                 ioctl(loop_fd, LOOP_CLR_FD, 0);
                 return r;
         }
         /* Closing loop_fd leaves the device to the mount; autoclear detaches it at the last umount. */
-        give_lost_found(dir);
+        if (!read_only)
+                give_lost_found(dir);
         return 0;
 }
 

@@ -56,6 +56,8 @@ int app_volume_require_project_quota(const char *storage_dir, struct na_error *e
 int app_volume_create(const char *image, uint64_t quota_mb, uid_t uid, gid_t gid, struct na_error *err);
 /* Attach the image to a loop device and mount it at dir (created when missing). -EBUSY when mounted. */
 int app_volume_mount(const char *image, const char *dir, struct na_error *err);
+/* The same, read-only, noexec (a backup's snapshot of the image: its journal, if any, is replayed into it). */
+int app_volume_mount_ro(const char *image, const char *dir, struct na_error *err);
 /* Whether an ext4 file system is mounted at dir (from /proc/self/mountinfo). */
 int app_volume_is_mounted(const char *dir, bool *ret, struct na_error *err);
 

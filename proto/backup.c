@@ -1,0 +1,58 @@
+/* The backupId field, the limits object and the retention rule of server and app backups (proto/backup.h). */
+#include "proto/backup.h"
+
+#include <stdio.h>
+
+#include "proto/decode.h"
+
+#define GIB (1024LL * 1024 * 1024)
+
+bool proto_backup_id_field(json_t *obj, const char *key, char buf[PROTO_VPS_OBJECT_ID_MAX + 1], struct na_error *err)
+{
+        const char *s = NULL;
+        if (proto_string(obj, NULL, key, PROTO_REQUIRED, 1, PROTO_VPS_OBJECT_ID_MAX, &s, err) != PROTO_PRESENT)
+                return false;
+        if (!proto_vps_object_id_valid(s)) {
+                na_error_field(err, key, "must be 1..64 letters, digits, hyphens or underscores");
+                return false;
+        }
+        snprintf(buf, PROTO_VPS_OBJECT_ID_MAX + 1, "%s", s);
+        return true;
+}
+
+int proto_backup_limits_decode(json_t *obj, struct proto_vps_backup_limits *out, struct na_error *err)
+{
+        *out = (struct proto_vps_backup_limits){ -1, -1, -1 };
+        json_t *limits = NULL;
+        int r = proto_object(obj, NULL, "limits", PROTO_NULLABLE, &limits, err);
+        if (r < 0)
+                return r;
+        if (r != PROTO_PRESENT)
+                return 0;
+        bool ok = proto_int(limits, "limits", "maxStorageGB", PROTO_NULLABLE, 1, 1000000, &out->max_storage_gb, err) >= 0;
+        ok &= proto_int(limits, "limits", "maxBackups", PROTO_NULLABLE, 1, 10000, &out->max_backups, err) >= 0;
+        ok &= proto_int(limits, "limits", "retentionDays", PROTO_NULLABLE, 1, 36500, &out->retention_days, err) >= 0;
+        return ok ? 0 : -EINVAL;
+}
+
+void proto_backup_retention(const struct proto_vps_backup *list, size_t n, const struct proto_vps_backup_limits *limits,
+                            int64_t now_ms, bool *gone)
+{
+        int64_t total = 0;
+        size_t kept = n;
+        for (size_t i = 0; i < n; i++) {
+                total += list[i].size_bytes;
+                gone[i] = false;
+        }
+        for (size_t i = 0; i + 1 < n; i++) {
+                bool old = limits->retention_days > 0 &&
+                           list[i].created_at_ms < now_ms - limits->retention_days * 86400LL * 1000;
+                bool many = limits->max_backups > 0 && kept > (size_t)limits->max_backups;
+                bool big = limits->max_storage_gb > 0 && total > limits->max_storage_gb * GIB;
+                if (old || many || big) {
+                        gone[i] = true;
+                        kept--;
+                        total -= list[i].size_bytes;
+                }
+        }
+}
