@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/progress.h"
 #include "proto/job.h"
 
 struct job_ctx;
@@ -50,6 +51,30 @@ void job_progress(struct job_ctx *ctx, const char *stage, int percent, const cha
 
 /* A safe point. 0: go on. < 0: stop now and return; err names why. */
 int job_checkpoint(struct job_ctx *ctx, struct na_error *err);
+
+
+static inline void job_na_progress_stage_(void *userdata, const char *stage, int percent, const char *message)
+{
+        if (message && *message)
+                job_progress(userdata, stage, percent, "%s", message);
+        else
+                job_progress(userdata, stage, percent, NULL);
+}
+
+static inline int job_na_progress_checkpoint_(void *userdata, struct na_error *err)
+{
+        return job_checkpoint(userdata, err);
+}
+
+/*
+ * The job's progress and checkpoint as a driver's struct na_progress (stage, percent
+ * and message go to job_progress; checkpoint to job_checkpoint). It holds ctx only.
+ */
+static inline struct na_progress job_na_progress(struct job_ctx *ctx)
+{
+        return (struct na_progress){ .stage = job_na_progress_stage_, .checkpoint = job_na_progress_checkpoint_,
+                                     .userdata = ctx };
+}
 
 /* Milliseconds left before the job's timeout (never negative). */
 uint64_t job_remaining_ms(const struct job_ctx *ctx);

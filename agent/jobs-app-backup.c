@@ -3,14 +3,22 @@
  * the app driver's backup functions (drivers/app.h); the params come from
  * proto/app-backup.h. create sends backup.finished, with the same data as a
  * server's (agent/jobs-vps-store.c): the Backup and status "succeeded", or
- * {backupId, status "failed", code, error} once the work had begun.
+ * {backupId, status "failed", code, error} once the work had begun. export and import
+ * move a backup file to and from object storage through the transfer client
+ * (drivers/transfer.h, AGENT-API 4.4): export PUTs the file as it is; import downloads
+ * into an unnamed file in the app's backups directory that becomes the listed backup
+ * only once it checked out (sha256, zstd): a failure keeps nothing.
  */
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "agent/job.h"
 #include "agent/services.h"
 #include "common/macro.h"
+#include "common/timeutil.h"
 #include "drivers/app.h"
+#include "drivers/transfer.h"
 #include "proto/app-backup.h"
 
 struct backup_job {
@@ -18,19 +26,6 @@ struct backup_job {
         const char *id;
         struct na_progress progress;
 };
-
-static void bridge_stage(void *userdata, const char *stage, int percent, const char *message)
-{
-        if (message && *message)
-                job_progress(userdata, stage, percent, "%s", message);
-        else
-                job_progress(userdata, stage, percent, NULL);
-}
-
-static int bridge_checkpoint(void *userdata, struct na_error *err)
-{
-        return job_checkpoint(userdata, err);
-}
 
 static int begin(struct job_ctx *ctx, struct backup_job *j, struct na_error *err)
 {
@@ -45,7 +40,7 @@ static int begin(struct job_ctx *ctx, struct backup_job *j, struct na_error *err
         if (!j->s->app->backup_create)
                 return na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: the %s driver has no backups", j->id,
                                     j->s->app->name);
-        j->progress = (struct na_progress){ .stage = bridge_stage, .checkpoint = bridge_checkpoint, .userdata = ctx };
+        j->progress = job_na_progress(ctx);
         return job_checkpoint(ctx, err);
 }
 
@@ -150,6 +145,89 @@ static int list_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_e
         return *ret ? 0 : na_error_sys(err, ENOMEM, "app %s: backups", j.id);
 }
 
+static int export_decode(json_t *params, void **ret, struct na_error *err)
+{
+        return proto_app_backup_transfer_decode(params, "PUT", (int64_t)na_now_real_ms(),
+                                                (struct proto_app_backup_transfer **)ret, err);
+}
+
+static int import_decode(json_t *params, void **ret, struct na_error *err)
+{
+        return proto_app_backup_transfer_decode(params, "GET", (int64_t)na_now_real_ms(),
+                                                (struct proto_app_backup_transfer **)ret, err);
+}
+
+static void transfer_free(void *p)
+{
+        proto_app_backup_transfer_free(p);
+}
+
+/* The Backup, with the parts' ETags after a multipart upload. */
+static int transfer_answer(struct backup_job *j, const char *what, const char *backup_id, int r,
+                           const struct proto_app_backup *b, struct transfer_result *res, json_t **ret,
+                           struct na_error *err)
+{
+        if (r >= 0 && !(*ret = proto_app_backup_encode(b)))
+                r = na_error_sys(err, ENOMEM, "app %s: backup %s", j->id, backup_id);
+        if (r >= 0 && res->n_etags > 0) {
+                json_t *parts = proto_transfer_parts_encode(res->etags, res->n_etags);
+                if (!parts || json_object_set_new(*ret, "parts", parts) < 0) {
+                        json_decref(*ret);
+                        *ret = NULL;
+                        r = na_error_sys(err, ENOMEM, "app %s: backup %s", j->id, backup_id);
+                }
+        }
+        if (r < 0 && (err->errnum == ENOSPC || err->errnum == EDQUOT))
+                r = na_error_set(err, ENOSPC, NA_E_INTERNAL, "the node's backups directory is full; nothing was kept");
+        if (r < 0 && !strstr(err->message, backup_id))
+                na_error_prefix(err, "app %s: backup %s: %s", j->id, backup_id, what);
+        transfer_result_clear(res);
+        return r;
+}
+
+static int export_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_app_backup_transfer *p = params;
+        struct backup_job j;
+        struct proto_app_backup b;
+        struct transfer_options o;
+        struct transfer_result res = { 0 };
+        _cleanup_close_ int fd = -1;
+        int r = begin(ctx, &j, err);
+        if (r >= 0)
+                r = j.s->app->backup_open(j.s->app_conn, j.id, p->backup_id, &fd, &b, err);
+        if (r >= 0) {
+                services_transfer_options(j.s, &o);
+                r = transfer_put(&o, p->transfer, fd, (uint64_t)b.size_bytes, &j.progress, &res, err);
+        }
+        return transfer_answer(&j, "export", p->backup_id, r, &b, &res, ret, err);
+}
+
+static int import_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_app_backup_transfer *p = params;
+        struct backup_job j;
+        struct proto_app_backup b;
+        struct transfer_options o;
+        struct transfer_result res = { 0 };
+        _cleanup_close_ int fd = -1;
+        int r = begin(ctx, &j, err);
+        if (r >= 0)
+                r = j.s->app->backup_tmpfile(j.s->app_conn, j.id, &fd, err);
+        if (r >= 0) {
+                services_transfer_options(j.s, &o);
+                r = transfer_get(&o, p->transfer, fd, &j.progress, &res, err);
+        }
+        if (r >= 0)
+                r = job_checkpoint(ctx, err);
+        if (r >= 0)
+                r = j.s->app->backup_adopt(j.s->app_conn, j.id, p->backup_id, fd,
+                                           p->transfer->has_sha256 ? p->transfer->sha256 : NULL, &j.progress, &b,
+                                           err);
+        return transfer_answer(&j, "import", p->backup_id, r, &b, &res, ret, err);
+}
+
+static const char *const transfer_stages[] = { "transferring", NULL };
 static const char *const create_stages[] = { "archiving", "compressing", NULL };
 static const char *const restore_stages[] = { "stopping", "restoring", "starting", NULL };
 
@@ -165,4 +243,12 @@ static const struct job_kind delete_kind = { .name = "app.backup.delete", .targe
 static const struct job_kind list_kind = { .name = "app.backup.list", .target = PROTO_TARGET_APP, .changes = false,
                                            .decode = none_decode, .run = list_run };
 
-job_kind_list app_backup_job_kinds = { &create_kind, &restore_kind, &delete_kind, &list_kind, NULL };
+static const struct job_kind export_kind = { .name = "app.backup.export", .target = PROTO_TARGET_APP,
+                                             .changes = false, .decode = export_decode, .free_params = transfer_free,
+                                             .run = export_run, .stages = transfer_stages };
+static const struct job_kind import_kind = { .name = "app.backup.import", .target = PROTO_TARGET_APP,
+                                             .changes = true, .decode = import_decode, .free_params = transfer_free,
+                                             .run = import_run, .stages = transfer_stages };
+
+job_kind_list app_backup_job_kinds = { &create_kind, &restore_kind, &delete_kind, &list_kind, &export_kind,
+                                       &import_kind, NULL };

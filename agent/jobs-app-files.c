@@ -130,19 +130,6 @@ static int delete_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
 
 static const char *const transfer_stages[] = { "transferring", NULL };
 
-static void bridge_stage(void *userdata, const char *stage, int percent, const char *message)
-{
-        if (message && *message)
-                job_progress(userdata, stage, percent, "%s", message);
-        else
-                job_progress(userdata, stage, percent, NULL);
-}
-
-static int bridge_checkpoint(void *userdata, struct na_error *err)
-{
-        return job_checkpoint(userdata, err);
-}
-
 static int export_decode(json_t *params, void **ret, struct na_error *err)
 {
         return proto_app_files_transfer_decode(params, "PUT", (int64_t)na_now_real_ms(),
@@ -182,7 +169,7 @@ static int export_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
         struct stat st;
         struct transfer_options o;
         struct transfer_result res = { 0 };
-        const struct na_progress progress = { .stage = bridge_stage, .checkpoint = bridge_checkpoint, .userdata = ctx };
+        const struct na_progress progress = job_na_progress(ctx);
         services_transfer_options(job_services(ctx), &o);
         int r = volume(ctx, &fs, err);
         if (r >= 0)
@@ -200,7 +187,7 @@ static int import_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
         struct app_fs_tmp tmp = { .fd = -1, .dir_fd = -1 };
         struct transfer_options o;
         struct transfer_result res = { 0 };
-        const struct na_progress progress = { .stage = bridge_stage, .checkpoint = bridge_checkpoint, .userdata = ctx };
+        const struct na_progress progress = job_na_progress(ctx);
         services_transfer_options(job_services(ctx), &o);
         int r = volume(ctx, &fs, err);
         if (r >= 0)

@@ -19,19 +19,6 @@ struct app_job {
         struct na_progress progress;
 };
 
-static void bridge_stage(void *userdata, const char *stage, int percent, const char *message)
-{
-        if (message && *message)
-                job_progress(userdata, stage, percent, "%s", message);
-        else
-                job_progress(userdata, stage, percent, NULL);
-}
-
-static int bridge_checkpoint(void *userdata, struct na_error *err)
-{
-        return job_checkpoint(userdata, err);
-}
-
 static int begin(struct job_ctx *ctx, struct app_job *j, struct na_error *err)
 {
         const struct agent_services *s = job_services(ctx);
@@ -45,7 +32,7 @@ static int begin(struct job_ctx *ctx, struct app_job *j, struct na_error *err)
         }
         j->app = s->app;
         j->conn = s->app_conn;
-        j->progress = (struct na_progress){ .stage = bridge_stage, .checkpoint = bridge_checkpoint, .userdata = ctx };
+        j->progress = job_na_progress(ctx);
         return job_checkpoint(ctx, err);
 }
 

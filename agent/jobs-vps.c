@@ -9,16 +9,6 @@
 
 #include "agent/services.h"
 
-static void bridge_stage(void *userdata, const char *stage, int percent, const char *message)
-{
-        job_progress(userdata, stage, percent, "%s", message ? message : "");
-}
-
-static int bridge_checkpoint(void *userdata, struct na_error *err)
-{
-        return job_checkpoint(userdata, err);
-}
-
 int vps_job_begin(struct job_ctx *ctx, struct vps_job *j, struct na_error *err)
 {
         memset(j, 0, sizeof(*j));
@@ -32,7 +22,7 @@ int vps_job_begin(struct job_ctx *ctx, struct vps_job *j, struct na_error *err)
         }
         j->vm = j->services->vm;
         j->conn = j->services->vm_conn;
-        j->progress = (struct na_progress){ .stage = bridge_stage, .checkpoint = bridge_checkpoint, .userdata = ctx };
+        j->progress = job_na_progress(ctx);
         return job_checkpoint(ctx, err);
 }
 
