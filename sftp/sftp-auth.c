@@ -8,6 +8,7 @@
 
 #include "common/macro.h"
 #include "proto/app-files.h"
+#include "proto/app-sftp.h"
 
 /* Bits of the modulus of an ssh-rsa public key blob (string type, mpint e, mpint n); 0 when malformed. */
 static unsigned rsa_bits(const char *b64)
@@ -43,39 +44,11 @@ out:
         return bits;
 }
 
-static bool hash_chars(const char *s)
-{
-        for (; *s; s++) {
-                char c = *s;
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                      c == '/' || c == '$' || c == '='))
-                        return false;
-        }
-        return true;
-}
-
 const char *sftp_hash_problem(const char *hash)
 {
-        size_t n = hash ? strlen(hash) : 0;
-        if (n == 0)
-                return "must not be empty";
-        if (n > 512)
-                return "must be at most 512 characters";
-        if (!hash_chars(hash))
-                return "must be a crypt(3) hash: only [./0-9A-Za-z$=] characters";
-        if (strncmp(hash, "$6$", 3) == 0) {
-                const char *last = strrchr(hash, '$');
-                if (last == hash + 2 || strlen(last + 1) != 86)
-                        return "must be a crypt(3) SHA-512 hash ($6$salt$ and 86 characters)";
-        } else if (strncmp(hash, "$y$", 3) == 0) {
-                int dollars = 0;
-                for (const char *p = hash; *p; p++)
-                        dollars += *p == '$';
-                const char *last = strrchr(hash, '$');
-                if (dollars != 4 || strlen(last + 1) < 40)
-                        return "must be a crypt(3) yescrypt hash ($y$params$salt$hash)";
-        } else
-                return "must be a crypt(3) hash of SHA-512 ($6$) or yescrypt ($y$)";
+        const char *why = proto_app_sftp_hash_problem(hash);
+        if (why)
+                return why;
         /* Let libxcrypt itself say whether it can use it as a setting. */
         struct crypt_data *cd = calloc(1, sizeof(*cd));
         if (!cd)

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -215,6 +216,10 @@ int main(int argc, char **argv)
         if (!listen || !cfg.users_dir || !cfg.host_key || cfg.users_dir[0] != '/' || cfg.host_key[0] != '/' ||
             !parse_listen(listen, &cfg.listen_addr, &cfg.port))
                 return usage();
+        /* Ends with the agent that started it (its supervisor thread): a new agent starts a new one. */
+        pid_t parent = getppid();
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+                return 1;
         umask(022);
         signal(SIGPIPE, SIG_IGN);
         struct sigaction sa = { .sa_handler = on_term };

@@ -309,4 +309,5 @@ const struct app_driver app_oci_driver = {
         .image_pull = app_oci_image_pull,
         .image_list = app_oci_image_list,
         .image_delete = app_oci_image_delete,
+        .sftp_target = app_oci_sftp_target,
 };
