@@ -293,8 +293,10 @@ int main(int argc, char **argv)
                         close(pipefd[0]);
                         ssh_bind_free(b);
                         int code = sftpd_session(&cfg, s, peer, &rl, pipefd[1]);
-                        ssh_disconnect(s);
-                        ssh_free(s);
+                        /* After a served session the client closes the connection itself (as with
+                         * OpenSSH's sshd); a refused one gets a disconnect message. */
+                        if (code != 0)
+                                ssh_disconnect(s);
                         _exit(code);
                 }
                 if (pid > 0) {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,19 @@ int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const cha
         ssh_channel_request_send_exit_status(chan, r < 0 ? 1 : 0);
         ssh_channel_send_eof(chan);
         ssh_channel_close(chan);
+        /* Let the client close its side first, as after OpenSSH's sftp-server (a few seconds at most). */
+        char sink[256];
+        for (int i = 0; i < 20 && !ssh_channel_is_closed(chan) && ssh_is_connected(session); i++)
+                if (ssh_channel_read_timeout(chan, sink, sizeof(sink), 0, 250) == SSH_ERROR)
+                        break;
+        /* Then until the client drops the connection (5 s at most); what it still sends is dropped. */
+        ssh_blocking_flush(session, 1000);
+        int sock = ssh_get_fd(session);
+        for (int i = 0; i < 20 && sock >= 0; i++) {
+                struct pollfd pf = { .fd = sock, .events = POLLIN };
+                if (poll(&pf, 1, 250) > 0 && read(sock, sink, sizeof(sink)) <= 0)
+                        break;
+        }
         ssh_channel_free(chan);
         app_fs_close(fs);
         sftp_user_clear(&l.u);

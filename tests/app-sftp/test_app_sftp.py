@@ -44,7 +44,8 @@ def sftp(s, user, cmds, password=None, key=None):
             "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10"]
     env = dict(os.environ)
     if password is not None:
-        cmd = ["/usr/bin/sshpass", "-e", "/usr/bin/sftp", *opts, "-o", "BatchMode=no", "-o",
+        # BatchMode=no before -b: sftp's -b adds BatchMode=yes, and ssh keeps the first value given.
+        cmd = ["/usr/bin/sshpass", "-e", "/usr/bin/sftp", "-o", "BatchMode=no", *opts, "-o",
                "PubkeyAuthentication=no", "-o", "NumberOfPasswordPrompts=1"]
         env["SSHPASS"] = password
     else:
@@ -64,6 +65,8 @@ def sftp_ok(s, user, cmds, **kw):
 def sftp_fails(s, user, cmds, **kw):
     rc, out = sftp(s, user, cmds, **kw)
     check(rc != 0, (cmds, out))
+    if os.environ.get("SFTP_TEST_VERBOSE"):
+        print("refused as expected:", cmds, out.strip().replace("\n", " | ")[-300:])
     return out
 
 
