@@ -10,7 +10,8 @@
  * each failed login over a pipe; the listener counts them per source address and per
  * user (sftp-ratelimit.h) and refuses a source address at accept, a user at login (the
  * session inherits the limiter as it was at fork). SIGTERM stops the listener and its
- * sessions. Logs go to stderr, one line each.
+ * sessions. Logs go to stderr, one line each; SFTPD_LIBSSH_DEBUG=1 in the environment
+ * adds libssh's own debug lines (the agent starts it with an environment of PATH only).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -122,7 +123,7 @@ static int set_algorithms(ssh_bind b, const struct sftpd_config *cfg)
                                    "hmac-sha2-512";
         static const char pubkeys[] = "ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,"
                                       "rsa-sha2-512,rsa-sha2-256";
-        int verbosity = SSH_LOG_NOLOG;
+        int verbosity = getenv("SFTPD_LIBSSH_DEBUG") ? SSH_LOG_FUNCTIONS : SSH_LOG_NOLOG;
         if (ssh_bind_options_set(b, SSH_BIND_OPTIONS_BINDADDR, cfg->listen_addr) < 0 ||
             ssh_bind_options_set(b, SSH_BIND_OPTIONS_BINDPORT, &cfg->port) < 0 ||
             ssh_bind_options_set(b, SSH_BIND_OPTIONS_HOSTKEY, cfg->host_key) < 0 ||

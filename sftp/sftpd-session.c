@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +233,9 @@ int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const cha
                   const struct sftp_ratelimit *rl, int report_fd)
 {
         alarm(cfg->login_grace_sec); /* key exchange and login: SIGALRM ends the process */
+        /* Replies are small packets after each batch of requests: no Nagle delay on them. */
+        int one = 1;
+        (void)setsockopt(ssh_get_fd(session), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (ssh_handle_key_exchange(session) != SSH_OK) {
                 say("sftpd: key exchange with %s failed: %s", peer, ssh_get_error(session));
                 return 1;
