@@ -32,8 +32,7 @@ def apps_conf(s):
     subprocess.run([sys.executable, MKIMAGE, "--layout", os.path.join(images, "busybox"), "--tag", "1"],
                    check=True, capture_output=True)
     return {"apps": {"images_dir": images, "monitor": os.path.join(BUILD, "monitor", "nodeagent-monitor"),
-                     "crash_backoff_ms": "300,300,300", "restart_stagger_sec": "0",
-                     "sftp_listen": ""}}  # SFTP: tests/app-sftp
+                     "crash_backoff_ms": "300,300,300", "restart_stagger_sec": "0"}}
 
 
 def deploy_params(**over):
