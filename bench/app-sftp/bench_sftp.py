@@ -6,7 +6,7 @@ One file of SIZE MB (random bytes, made once in the page cache) is uploaded with
 OpenSSH's `sftp -b` (key login, the client's default cipher: chacha20-poly1305, and
 with --cipher another one both servers offer) to
   - nodeagent-sftpd: the credentials file of an app whose volume is a fresh
-    loop-mounted ext4 of SIZE + 64 MB owned by a mapped uid, exactly what the agent
+    loop-mounted ext4 of SIZE x 1.125 + 128 MB owned by a mapped uid, exactly what the agent
     writes; the upload runs through the confined session (app uid, seccomp) and the
     safe path layer;
   - the peer, OpenSSH's own sshd with its sftp-server (Subsystem sftp
@@ -61,7 +61,7 @@ def volume(tmp, name, size_mb, owner):
     img, mnt = os.path.join(tmp, name + ".img"), os.path.join(tmp, name)
     os.makedirs(mnt)
     with open(img, "wb") as f:
-        f.truncate((size_mb + 64) << 20)
+        f.truncate((size_mb + size_mb // 8 + 128) << 20)  # room for the journal and inode tables
     subprocess.run(["/sbin/mkfs.ext4", "-q", "-m", "0", "-F", img], check=True)
     subprocess.run(["/bin/mount", "-o", "loop,nosuid,nodev", img, mnt], check=True)
     vol = os.path.join(mnt, "volume")
