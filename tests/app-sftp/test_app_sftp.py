@@ -35,6 +35,22 @@ def listening():
         return False
 
 
+def sftpd_pid(s):
+    """The agent's nodeagent-sftpd listener (a child of the agent), or None."""
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == s.agent.proc.pid and cmd[0].endswith(b"/nodeagent-sftpd") and stat.split()[2] != "Z":
+            return int(pid)
+    return None
+
+
 def sftp(s, user, cmds, password=None, key=None):
     """Run `sftp -b` with cmds as user; (exit code, output)."""
     batch = os.path.join(s.tmp, "batch")
@@ -100,6 +116,11 @@ def sftp_end_to_end(s):
     os.makedirs(s.local)
     check("app.sftp.set" in s.controller.hello()["capabilities"]["jobKinds"])
     wait_for(listening, 10, "nodeagent-sftpd listening")
+    # The agent starts it again when it exits.
+    first = sftpd_pid(s)
+    os.kill(first, 9)
+    wait_for(lambda: sftpd_pid(s) not in (None, first) and listening(), 15, "nodeagent-sftpd started again")
+    check("nodeagent-sftpd was killed by signal 9; starting it again" in s.agent.log_text())
     a, b = str(uuid.uuid4()), str(uuid.uuid4())
     ok(app_job(s, "app.deploy", a, deploy_params(sftpUsername="alpha", plan={"volumeQuotaMB": 32}), timeout=120))
     ok(app_job(s, "app.deploy", b, deploy_params(sftpUsername="beta"), timeout=120))
@@ -203,6 +224,9 @@ def sftp_end_to_end(s):
     check("too many failed logins" in log and f"login app={a} user=alpha from=127.0.0.1" in log, log[-3000:])
     for x in (a, c):
         ok(app_job(s, "app.delete", x))
+    # The agent's shutdown stops it.
+    s.agent.stop()
+    check(not listening() and sftpd_pid(s) is None, "nodeagent-sftpd outlived the agent")
 
 
 if __name__ == "__main__":
