@@ -123,7 +123,7 @@ def sftp_end_to_end(s):
     check("nodeagent-sftpd was killed by signal 9; starting it again" in s.agent.log_text())
     a, b = str(uuid.uuid4()), str(uuid.uuid4())
     ok(app_job(s, "app.deploy", a, deploy_params(sftpUsername="alpha", plan={"volumeQuotaMB": 32}), timeout=120))
-    ok(app_job(s, "app.deploy", b, deploy_params(sftpUsername="beta"), timeout=120))
+    check(ok(app_job(s, "app.deploy", b, deploy_params(sftpUsername="beta"), timeout=120))["sftpEnabled"] is False)
     key, pub = keypair(s, "alpha_key")
     bkey, bpub = keypair(s, "beta_key")
     _, weak = keypair(s, "weak", "rsa", 1024)
@@ -144,6 +144,8 @@ def sftp_end_to_end(s):
     check(res == {"sftpUsername": "alpha", "host": "sftp.test", "port": PORT, "enabled": True}, res)
     check(os.stat(users_file(s, "alpha")).st_mode & 0o777 == 0o600)
     ok(app_job(s, "app.sftp.set", b, {"enabled": True, "publicKeys": [bpub]}))
+    deploy_a = deploy_params(sftpUsername="alpha", plan={"volumeQuotaMB": 32})
+    check(ok(app_job(s, "app.deploy", a, deploy_a))["sftpEnabled"] is True, "App.sftpEnabled after app.sftp.set")
 
     # Password login: the core operations; what was put the panel reads.
     with open(os.path.join(s.local, "hello.txt"), "w") as f:
@@ -202,6 +204,7 @@ def sftp_end_to_end(s):
     check(not os.path.exists(os.path.join(volume(s, a), "ro-put.txt")))
     ok(app_job(s, "app.sftp.set", a, {"enabled": False}))
     sftp_fails(s, "alpha", ["ls"], key=key)
+    check(ok(app_job(s, "app.deploy", a, deploy_a))["sftpEnabled"] is False, "App.sftpEnabled after disabling")
 
     # A template without file access: 403 FILE_ACCESS_DISABLED.
     c = str(uuid.uuid4())
