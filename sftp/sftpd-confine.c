@@ -5,6 +5,12 @@
  * (PR_SET_NO_NEW_PRIVS), is not dumpable, and loads a seccomp allow-list of what
  * libssh's transport and the SFTP server over openat2 need. Anything else fails with
  * EPERM: no exec, no new sockets, no mounts, no ptrace, no chown.
+ *
+ * Before that, from the moment the connection's process is forked, a deny-list filter
+ * (sftpd_confine_preauth) already refuses what neither the key exchange nor the login
+ * needs: exec, new sockets and connections, namespaces, mounts, ptrace and the
+ * kernel's own controls. The pre-authentication code still runs as root (it reads the
+ * root-only credentials file), in its own process.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +44,37 @@ static const int allowed[] = {
         SCMP_SYS(symlinkat), SCMP_SYS(fchmod), SCMP_SYS(ftruncate), SCMP_SYS(fallocate), SCMP_SYS(utimensat),
         SCMP_SYS(fsync), SCMP_SYS(fdatasync), SCMP_SYS(umask),
 };
+
+static const char *const preauth_denied[] = {
+        "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev", "socket", "socketpair",
+        "connect", "bind", "listen", "accept", "accept4", "mount", "umount2", "pivot_root", "chroot",
+        "unshare", "setns", "open_by_handle_at", "name_to_handle_at", "kexec_load", "kexec_file_load",
+        "init_module", "finit_module", "delete_module", "reboot", "swapon", "swapoff", "bpf",
+        "perf_event_open", "keyctl", "add_key", "request_key", "userfaultfd", "mknod", "mknodat",
+        "chown", "fchown", "lchown", "fchownat", "link", "linkat", "fsopen", "fsmount", "move_mount",
+        "open_tree",
+};
+
+int sftpd_confine_preauth(char *why, size_t why_len)
+{
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx) {
+                snprintf(why, why_len, "seccomp_init failed");
+                return -ENOMEM;
+        }
+        int r = 0;
+        for (size_t i = 0; i < sizeof(preauth_denied) / sizeof(preauth_denied[0]) && r == 0; i++) {
+                int nr = seccomp_syscall_resolve_name(preauth_denied[i]);
+                if (nr != __NR_SCMP_ERROR)
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+        }
+        if (r == 0)
+                r = seccomp_load(ctx);
+        seccomp_release(ctx);
+        if (r < 0)
+                snprintf(why, why_len, "seccomp: %s", strerror(-r));
+        return r;
+}
 
 int sftpd_confine(uint32_t uid, uint32_t gid, char *why, size_t why_len)
 {

@@ -232,6 +232,11 @@ static int volume_mounted(int root_fd, const char *dir)
 int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const char *peer,
                   const struct sftp_ratelimit *rl, int report_fd)
 {
+        char why[256] = "";
+        if (sftpd_confine_preauth(why, sizeof(why)) < 0) {
+                say("sftpd: connection from %s refused: %s", peer, why);
+                return 1;
+        }
         alarm(cfg->login_grace_sec); /* key exchange and login: SIGALRM ends the process */
         /* Replies are small packets after each batch of requests: no Nagle delay on them. */
         int one = 1;
@@ -258,7 +263,6 @@ int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const cha
         int r = app_fs_open(l.u.volume_dir, l.u.uid, l.u.gid, &fs, &err);
         if (r >= 0 && volume_mounted(app_fs_root_fd(fs), l.u.volume_dir) < 0)
                 r = na_error_set(&err, ENOTDIR, NA_E_INTERNAL, "the app's volume is not mounted (start the app)");
-        char why[256] = "";
         if (r >= 0 && sftpd_confine(l.u.uid, l.u.gid, why, sizeof(why)) < 0)
                 r = na_error_set(&err, EPERM, NA_E_INTERNAL, "confinement: %s", why);
         if (r < 0) {

@@ -37,6 +37,8 @@ void sftpd_report_failure(int report_fd, const char *key);
 int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const char *peer,
                   const struct sftp_ratelimit *rl, int report_fd);
 
+/* At fork, before the key exchange: a deny-list filter (no exec, sockets, mounts, ptrace, ...). */
+int sftpd_confine_preauth(char *why, size_t why_len);
 /* Drop to uid:gid for good, no new privileges, and load the seccomp allow-list. */
 int sftpd_confine(uint32_t uid, uint32_t gid, char *why, size_t why_len);
 
