@@ -18,35 +18,14 @@
 #include "common/macro.h"
 #include "drivers/app/app-fs.h"
 #include "sftp/sftp-path.h"
+#include "sftp/sftpd-wire.h"
 #include "sftp/sftpd.h"
-
-enum {
-        FXP_INIT = 1, FXP_VERSION = 2, FXP_OPEN = 3, FXP_CLOSE = 4, FXP_READ = 5, FXP_WRITE = 6, FXP_LSTAT = 7,
-        FXP_FSTAT = 8, FXP_SETSTAT = 9, FXP_FSETSTAT = 10, FXP_OPENDIR = 11, FXP_READDIR = 12, FXP_REMOVE = 13,
-        FXP_MKDIR = 14, FXP_RMDIR = 15, FXP_REALPATH = 16, FXP_STAT = 17, FXP_RENAME = 18, FXP_READLINK = 19,
-        FXP_SYMLINK = 20, FXP_STATUS = 101, FXP_HANDLE = 102, FXP_DATA = 103, FXP_NAME = 104, FXP_ATTRS = 105,
-        FXP_EXTENDED = 200,
-};
-enum { FX_OK, FX_EOF, FX_NO_SUCH_FILE, FX_PERMISSION_DENIED, FX_FAILURE, FX_BAD_MESSAGE, FX_NO_CONNECTION,
-       FX_CONNECTION_LOST, FX_OP_UNSUPPORTED };
-enum { ATTR_SIZE = 1, ATTR_UIDGID = 2, ATTR_PERMISSIONS = 4, ATTR_ACMODTIME = 8, ATTR_EXTENDED = 0x80000000u };
-enum { PF_READ = 1, PF_WRITE = 2, PF_APPEND = 4, PF_CREAT = 8, PF_TRUNC = 0x10, PF_EXCL = 0x20 };
-
-#define PACKET_MAX (256u * 1024 + 1024)
-#define READ_MAX (256u * 1024)
-#define HANDLES 256
-#define READDIR_BATCH 100
 
 struct handle {
         bool used;
         int fd;
         DIR *dir;
         char *path; /* of a directory: for names in READDIR */
-};
-
-struct buf {
-        unsigned char *p;
-        size_t len, cap;
 };
 
 struct srv {
@@ -59,162 +38,16 @@ struct srv {
         struct sftpd_stats *stats;
 };
 
-/* Reading a request. */
-struct rd {
-        const unsigned char *p;
-        size_t left;
-        bool bad;
-};
-
-static uint32_t rd_u32(struct rd *r)
-{
-        if (r->left < 4) {
-                r->bad = true;
-                return 0;
-        }
-        uint32_t v = (uint32_t)r->p[0] << 24 | (uint32_t)r->p[1] << 16 | (uint32_t)r->p[2] << 8 | r->p[3];
-        r->p += 4;
-        r->left -= 4;
-        return v;
-}
-
-static uint64_t rd_u64(struct rd *r)
-{
-        uint64_t hi = rd_u32(r);
-        return hi << 32 | rd_u32(r);
-}
-
-static const unsigned char *rd_str(struct rd *r, uint32_t *len)
-{
-        *len = rd_u32(r);
-        if (r->bad || *len > r->left) {
-                r->bad = true;
-                *len = 0;
-                return NULL;
-        }
-        const unsigned char *s = r->p;
-        r->p += *len;
-        r->left -= *len;
-        return s;
-}
-
-/* A path argument, normalized: false when malformed (then the request is a bad message or no such file). */
-static bool rd_path(struct rd *r, char *out, size_t out_size)
-{
-        uint32_t n;
-        const unsigned char *s = rd_str(r, &n);
-        return !r->bad && sftp_path_normalize((const char *)s, n, out, out_size) == 0;
-}
-
-struct attrs {
-        uint32_t flags;
-        uint64_t size;
-        uint32_t perm, atime, mtime;
-};
-
-static void rd_attrs(struct rd *r, struct attrs *a)
-{
-        memset(a, 0, sizeof(*a));
-        a->flags = rd_u32(r);
-        if (a->flags & ATTR_SIZE)
-                a->size = rd_u64(r);
-        if (a->flags & ATTR_UIDGID) {
-                rd_u32(r);
-                rd_u32(r);
-        }
-        if (a->flags & ATTR_PERMISSIONS)
-                a->perm = rd_u32(r);
-        if (a->flags & ATTR_ACMODTIME) {
-                a->atime = rd_u32(r);
-                a->mtime = rd_u32(r);
-        }
-        if (a->flags & ATTR_EXTENDED) {
-                uint32_t n = rd_u32(r), l;
-                for (uint32_t i = 0; i < n && !r->bad; i++) {
-                        rd_str(r, &l);
-                        rd_str(r, &l);
-                }
-        }
-}
-
-/* Writing replies into out. */
-static bool grow(struct buf *b, size_t more)
-{
-        if (b->len + more <= b->cap)
-                return true;
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->len + more)
-                cap *= 2;
-        unsigned char *p = realloc(b->p, cap);
-        if (!p)
-                return false;
-        b->p = p;
-        b->cap = cap;
-        return true;
-}
-
-static void put_u32(struct buf *b, uint32_t v)
-{
-        if (!grow(b, 4))
-                return;
-        unsigned char *p = b->p + b->len;
-        p[0] = (unsigned char)(v >> 24);
-        p[1] = (unsigned char)(v >> 16);
-        p[2] = (unsigned char)(v >> 8);
-        p[3] = (unsigned char)v;
-        b->len += 4;
-}
-
-static void put_u64(struct buf *b, uint64_t v)
-{
-        put_u32(b, (uint32_t)(v >> 32));
-        put_u32(b, (uint32_t)v);
-}
-
-static void put_str(struct buf *b, const void *s, size_t n)
-{
-        put_u32(b, (uint32_t)n);
-        if (n && grow(b, n)) {
-                memcpy(b->p + b->len, s, n);
-                b->len += n;
-        }
-}
-
-static void put_cstr(struct buf *b, const char *s)
-{
-        put_str(b, s, strlen(s));
-}
-
-/* Start a packet: the length is filled by end(). */
-static size_t begin(struct buf *b, unsigned char type, uint32_t id)
-{
-        size_t at = b->len;
-        put_u32(b, 0);
-        if (grow(b, 1))
-                b->p[b->len++] = type;
-        put_u32(b, id);
-        return at;
-}
-
-static void end(struct buf *b, size_t at)
-{
-        uint32_t n = (uint32_t)(b->len - at - 4);
-        b->p[at] = (unsigned char)(n >> 24);
-        b->p[at + 1] = (unsigned char)(n >> 16);
-        b->p[at + 2] = (unsigned char)(n >> 8);
-        b->p[at + 3] = (unsigned char)n;
-}
-
 static void status(struct srv *s, uint32_t id, uint32_t code, const char *msg)
 {
         static const char *const texts[] = { "Success", "End of file", "No such file", "Permission denied",
                                              "Failure", "Bad message", "No connection", "Connection lost",
                                              "Operation unsupported" };
-        size_t at = begin(&s->out, FXP_STATUS, id);
+        size_t at = pkt_begin(&s->out, FXP_STATUS, id);
         put_u32(&s->out, code);
         put_cstr(&s->out, msg ? msg : texts[code < ARRAY_SIZE(texts) ? code : FX_FAILURE]);
         put_cstr(&s->out, "en");
-        end(&s->out, at);
+        pkt_end(&s->out, at);
 }
 
 /* The status for a failed app-fs call. */
@@ -302,12 +135,12 @@ static void handle_free(struct handle *h)
 
 static void reply_handle(struct srv *s, uint32_t id, int i)
 {
-        size_t at = begin(&s->out, FXP_HANDLE, id);
+        size_t at = pkt_begin(&s->out, FXP_HANDLE, id);
         uint32_t v = (uint32_t)i;
         unsigned char hb[4] = { (unsigned char)(v >> 24), (unsigned char)(v >> 16), (unsigned char)(v >> 8),
                                 (unsigned char)v };
         put_str(&s->out, hb, 4);
-        end(&s->out, at);
+        pkt_end(&s->out, at);
 }
 
 static struct handle *rd_handle(struct srv *s, struct rd *r)
@@ -374,10 +207,10 @@ static void do_read(struct srv *s, uint32_t id, struct rd *r)
                 return status(s, id, FX_FAILURE, "invalid handle");
         if (len > READ_MAX)
                 len = READ_MAX;
-        size_t at = begin(&s->out, FXP_DATA, id);
+        size_t at = pkt_begin(&s->out, FXP_DATA, id);
         size_t len_at = s->out.len;
         put_u32(&s->out, 0);
-        if (!grow(&s->out, len)) {
+        if (!buf_grow(&s->out, len)) {
                 s->out.len = at;
                 return status(s, id, FX_FAILURE, "out of memory");
         }
@@ -394,7 +227,7 @@ static void do_read(struct srv *s, uint32_t id, struct rd *r)
         p[1] = (unsigned char)(v >> 16);
         p[2] = (unsigned char)(v >> 8);
         p[3] = (unsigned char)v;
-        end(&s->out, at);
+        pkt_end(&s->out, at);
         s->stats->bytes_read += (uint64_t)n;
 }
 
@@ -442,9 +275,9 @@ static void do_stat(struct srv *s, uint32_t id, struct rd *r, unsigned type)
                 if (rr < 0)
                         return status_err(s, id, rr, &err);
         }
-        size_t at = begin(&s->out, FXP_ATTRS, id);
+        size_t at = pkt_begin(&s->out, FXP_ATTRS, id);
         put_attrs(s, &st);
-        end(&s->out, at);
+        pkt_end(&s->out, at);
 }
 
 /* SETSTAT and FSETSTAT: size, permissions (no setuid/setgid), times; owners are never changed. */
@@ -516,7 +349,7 @@ static void do_readdir(struct srv *s, uint32_t id, struct rd *r)
                 return status(s, id, FX_BAD_MESSAGE, NULL);
         if (!h || !h->dir)
                 return status(s, id, FX_FAILURE, "invalid handle");
-        size_t at = begin(&s->out, FXP_NAME, id);
+        size_t at = pkt_begin(&s->out, FXP_NAME, id);
         size_t count_at = s->out.len;
         put_u32(&s->out, 0);
         uint32_t count = 0;
@@ -542,7 +375,7 @@ static void do_readdir(struct srv *s, uint32_t id, struct rd *r)
         p[1] = (unsigned char)(count >> 16);
         p[2] = (unsigned char)(count >> 8);
         p[3] = (unsigned char)count;
-        end(&s->out, at);
+        pkt_end(&s->out, at);
 }
 
 static void do_path_op(struct srv *s, uint32_t id, struct rd *r, unsigned type)
@@ -605,12 +438,12 @@ static void do_symlink(struct srv *s, uint32_t id, struct rd *r)
 
 static void reply_name(struct srv *s, uint32_t id, const char *name)
 {
-        size_t at = begin(&s->out, FXP_NAME, id);
+        size_t at = pkt_begin(&s->out, FXP_NAME, id);
         put_u32(&s->out, 1);
         put_cstr(&s->out, name);
         put_cstr(&s->out, name);
         put_u32(&s->out, 0); /* no attributes */
-        end(&s->out, at);
+        pkt_end(&s->out, at);
 }
 
 static void do_realpath(struct srv *s, uint32_t id, struct rd *r)
@@ -650,10 +483,10 @@ static bool dispatch(struct srv *s, const unsigned char *pkt, size_t len, bool *
                 rd_u32(&r);
                 size_t at = s->out.len;
                 put_u32(&s->out, 0);
-                if (grow(&s->out, 1))
+                if (buf_grow(&s->out, 1))
                         s->out.p[s->out.len++] = FXP_VERSION;
                 put_u32(&s->out, 3);
-                end(&s->out, at);
+                pkt_end(&s->out, at);
                 *inited = true;
                 return true;
         }
