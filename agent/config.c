@@ -70,6 +70,7 @@ static const struct key_def keys[] = {
         { "apps", "crash_backoff_ms", K_BACKOFF, OFF(apps_crash_backoff_ms), false, "1000,10000,60000", 0, 0 },
         { "apps", "sftp_listen", K_LISTEN_ANY, OFF(apps_sftp_listen), false, "0.0.0.0:2022", 0, 0 },
         { "apps", "sftp_host", K_STRING, OFF(apps_sftp_host), false, NULL, 0, 0 },
+        { "apps", "sftpd", K_PATH, OFF(apps_sftpd), false, NULL, 0, 0 },
         { "apps", "backups_dir", K_PATH, OFF(apps_backups_dir), false, NULL, 0, 0 },
         { "apps", "transfer_ca_file", K_PATH, OFF(apps_transfer_ca_file), false, NULL, 0, 0 },
         { "apps", "transfer_part_size_mb", K_UINT, OFF(apps_transfer_part_size_mb), false, "64", 5, 5120 },

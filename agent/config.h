@@ -58,6 +58,7 @@ struct agent_config {
         int64_t apps_restart_stagger_sec;
         char *apps_crash_backoff_ms; /* "1000,10000,60000" */
         char *apps_sftp_listen;      /* "0.0.0.0:2022"; "": SFTP off */
+        char *apps_sftpd;            /* nodeagent-sftpd; NULL: the installed one, else beside the daemon's build */
         char *apps_sftp_host;        /* host name app.sftp.set answers; NULL: the node's host name */
         char *apps_backups_dir;      /* NULL: <storage_dir>/backups */
         char *apps_transfer_ca_file; /* NULL: the system's CA bundle */

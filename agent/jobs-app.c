@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agent/job.h"
+#include "agent/sftpd.h"
 #include "agent/services.h"
 #include "drivers/app.h"
 #include "proto/app.h"
@@ -122,6 +123,8 @@ static int delete_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
         (void)params;
         struct app_job j;
         int r = begin(ctx, &j, err);
+        if (r >= 0) /* SFTP logins end first (agent/sftpd.h) */
+                r = agent_app_sftp_forget(job_services(ctx), j.id, err);
         if (r >= 0)
                 r = j.app->remove(j.conn, j.id, err);
         if (r >= 0 && !(*ret = json_object()))

@@ -14,6 +14,7 @@
 #include "agent/collector.h"
 #include "agent/config.h"
 #include "agent/log.h"
+#include "agent/sftpd.h"
 #include "common/names.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
@@ -179,6 +180,25 @@ static bool find_on_path(const char *name, char *buf, size_t len)
         return false;
 }
 
+/* nodeagent-sftpd when [apps] sftp_listen is set (agent/sftpd.h); without it SFTP is off, apps are not. */
+static void start_sftpd(struct agent_services *s)
+{
+        const struct agent_config *cfg = s->config;
+        if (!cfg->apps_sftp_listen || !*cfg->apps_sftp_listen)
+                return;
+        char bin[PATH_MAX];
+        if (cfg->apps_sftpd)
+                snprintf(bin, sizeof(bin), "%s", cfg->apps_sftpd);
+        else
+                snprintf(bin, sizeof(bin), "%s", access(NA_SFTPD_PATH, X_OK) == 0 ? NA_SFTPD_PATH : NA_BUILD_SFTPD_PATH);
+        struct na_error err = NA_ERROR_INIT;
+        if (access(bin, X_OK) < 0)
+                log_error("sftp is off on this node: [apps] sftpd %s: %s", bin, strerror(errno));
+        else if (agent_sftpd_start(cfg, bin, &s->sftpd, &err) < 0)
+                log_error("sftp is off on this node: %s", err.message);
+        na_error_clear(&err);
+}
+
 static int open_apps(struct agent_services *s, struct na_error *err)
 {
         const struct agent_config *cfg = s->config;
@@ -223,6 +243,7 @@ static int open_apps(struct agent_services *s, struct na_error *err)
         if (r < 0)
                 return na_error_prefix(err, "[apps] %s driver", drv->name);
         s->app = drv;
+        start_sftpd(s);
         return 0;
 }
 
@@ -366,6 +387,8 @@ void services_start(struct agent_services *s)
 
 void services_close(struct agent_services *s)
 {
+        agent_sftpd_stop(s->sftpd);
+        s->sftpd = NULL;
         if (s->app)
                 s->app->close(s->app_conn); /* the apps keep running */
         s->app = NULL;

@@ -18,6 +18,7 @@ struct app_conn;
 struct fw;
 struct metrics;
 struct collector;
+struct agent_sftpd;
 
 struct agent_services {
         const struct agent_config *config;
@@ -44,6 +45,7 @@ struct agent_services {
         void *agent; /* the daemon behind emit_event */
 
         struct collector *collector; /* agent/collector.h: the metrics thread */
+        struct agent_sftpd *sftpd;   /* agent/sftpd.h: nodeagent-sftpd's supervisor; NULL when SFTP is off */
 };
 
 /*

@@ -42,6 +42,13 @@ typedef void (*app_event_fn)(void *userdata, const char *type, const char *app_i
 typedef void (*app_cgroup_fn)(void *userdata, const char *app_id, const char *cgroup, double cpu_cores,
                               int64_t memory_mb);
 
+/* What nodeagent-sftpd needs of an app (app.sftp.set writes it into the app's credentials file). */
+struct app_sftp_target {
+        char volume_dir[4300];   /* absolute, the mounted volume */
+        uint32_t uid, gid;       /* the app's mapped root */
+        char sftp_username[64];  /* from app.deploy */
+};
+
 struct app_options {
         const char *state_dir;        /* required */
         const char *storage_dir;      /* [apps] storage_dir; default <state_dir>/apps */
@@ -138,6 +145,12 @@ struct app_driver {
         int (*backup_adopt)(struct app_conn *conn, const char *app_id, const char *backup_id, int fd,
                             const char *sha256, const struct na_progress *progress, struct proto_app_backup *ret,
                             struct na_error *err);
+        /*
+         * app.sftp.set: the app's volume (mounted, as for files: FILE_ACCESS_DISABLED when
+         * its template refuses file access), ids and SFTP user name. May be NULL.
+         */
+        int (*sftp_target)(struct app_conn *conn, const char *app_id, struct app_sftp_target *ret,
+                           struct na_error *err);
 };
 
 extern const struct app_driver app_oci_driver;

@@ -10,7 +10,8 @@ PKGS="build-essential cmake pkg-config libvirt-dev libvirt-daemon libvirt-daemon
   iproute2 openssl curl python3 ca-certificates cpio xorriso zstd libzstd-dev
   prometheus-node-exporter rpm systemd man-db groff-base bsdextrautils libssl-dev
   libarchive-dev e2fsprogs docker-registry skopeo apache2-utils python3-cryptography
-  haproxy dnsmasq-base xfsprogs"
+  haproxy dnsmasq-base xfsprogs
+  libssh-dev libcrypt-dev openssh-client sshpass openssh-server"
 # Before the install: haproxy's postinst would start the package's service (see below).
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
   $SUDO systemctl mask haproxy.service >/dev/null 2>&1 || true
@@ -22,7 +23,19 @@ done
 if [ -n "$missing" ]; then
   echo "deps: installing:$missing"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  # openssh-server is only the SFTP benchmark's peer (started privately on loopback):
+  # its package must not start sshd as a system service, so services stay down while
+  # installing unless the machine already has a policy of its own.
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+    $SUDO chmod 755 /usr/sbin/policy-rc.d
+    policy=1
+  fi
+  rc=0
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null || rc=$?
+  [ -z "$policy" ] || $SUDO rm -f /usr/sbin/policy-rc.d
+  [ "$rc" -eq 0 ] || exit "$rc"
 fi
 # haproxy: the agent runs its own instance with its own configuration
 # (docs/app-routes.md); the package's service must never run beside it (masked

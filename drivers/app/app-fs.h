@@ -147,3 +147,42 @@ int app_fs_utimens(struct app_fs *fs, const char *path, const struct timespec ti
 int app_fs_open_read(struct app_fs *fs, const char *path, int *ret_fd, struct stat *ret_st, struct na_error *err);
 /* stat of path (the last component not followed): one list entry; name borrowed from path. */
 int app_fs_stat(struct app_fs *fs, const char *path, struct proto_app_file_entry *ret, struct na_error *err);
+
+/*
+ * POSIX-like calls for nodeagent-sftpd (drivers/app/app-fs-posix.c), with the same
+ * path rules and errors as above (field "path", or "target" for symlink). Each keeps
+ * the kernel's errno as err->errnum (and -errno as the return) so a caller can map it
+ * to its own protocol's status.
+ *
+ * open_file: open(2) flags O_RDONLY/O_WRONLY/O_RDWR with O_APPEND, O_CREAT, O_TRUNC,
+ *   O_EXCL; links that stay inside are followed (also for the last component);
+ *   a new file gets mode & 0777 (less the umask) and, when the caller is root, uid:gid;
+ *   a directory is INVALID_STATE (EISDIR), anything but a regular file EINVAL.
+ * opendir: an O_RDONLY|O_DIRECTORY fd of path (links inside followed).
+ * lstat: the last component not followed; stat: followed (inside only).
+ * truncate: a regular file, never through a link (O_NOFOLLOW on the last component).
+ * remove: a file or a link (never a directory: EISDIR); rmdir: an empty directory.
+ * mkdir1: one directory (the parent must exist), mode & 0777, uid:gid when root.
+ * readlink: the link's text (*ret malloc'd). symlink: a link at path whose target is
+ *   relative and stays inside the volume as text (sftp/sftp-path.h's rule), else
+ *   VALIDATION_ERROR on "target" (EPERM).
+ * rename: renameat2 with flags (0 or RENAME_NOREPLACE), the root refused.
+ */
+int app_fs_open_file(struct app_fs *fs, const char *path, int flags, mode_t mode, int *ret_fd, struct na_error *err);
+int app_fs_opendir(struct app_fs *fs, const char *path, int *ret_fd, struct na_error *err);
+int app_fs_lstat(struct app_fs *fs, const char *path, struct stat *ret, struct na_error *err);
+int app_fs_stat_follow(struct app_fs *fs, const char *path, struct stat *ret, struct na_error *err);
+int app_fs_truncate(struct app_fs *fs, const char *path, uint64_t size, struct na_error *err);
+int app_fs_remove(struct app_fs *fs, const char *path, struct na_error *err);
+int app_fs_rmdir(struct app_fs *fs, const char *path, struct na_error *err);
+int app_fs_mkdir1(struct app_fs *fs, const char *path, mode_t mode, struct na_error *err);
+int app_fs_readlink(struct app_fs *fs, const char *path, char **ret, struct na_error *err);
+int app_fs_symlink(struct app_fs *fs, const char *target, const char *path, struct na_error *err);
+int app_fs_rename(struct app_fs *fs, const char *from, const char *to, unsigned flags, struct na_error *err);
+/*
+ * Whether a symbolic link at link_path (absolute, canonical: "/a/b") with text target
+ * stays inside the volume when followed as text: the target is relative and no ".."
+ * of it climbs above "/". Absolute targets are refused (inside the container "/" is
+ * another root; openat2 beneath the volume refuses them anyway).
+ */
+bool app_fs_symlink_target_inside(const char *link_path, const char *target);

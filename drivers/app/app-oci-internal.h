@@ -111,6 +111,8 @@ int app_oci_console_send(struct app_conn *c, const char *id, const char *line, s
 int app_oci_output(struct app_conn *c, const char *id, int64_t since_seq, int64_t limit, json_t **ret,
                    struct na_error *err);
 int app_oci_files(struct app_conn *c, const char *id, struct app_fs **ret, struct na_error *err);
+int app_oci_sftp_target(struct app_conn *c, const char *id, struct app_sftp_target *ret, struct na_error *err);
+bool app_oci_sftp_enabled(const struct app *a); /* the App object's sftpEnabled: its credentials file says so */
 
 /* app-oci-watch.c */
 void app_oci_resume(struct app_conn *c);

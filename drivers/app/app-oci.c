@@ -116,6 +116,7 @@ json_t *app_record_json(struct app *a)
         pthread_mutex_unlock(&a->st_lock);
         rec.created_at_ms = a->created_ms;
         rec.updated_at_ms = a->updated_ms;
+        rec.sftp_enabled = app_oci_sftp_enabled(a);
         return proto_app_encode(&rec);
 }
 
@@ -325,4 +326,5 @@ const struct app_driver app_oci_driver = {
         .backup_open = app_oci_backup_open,
         .backup_tmpfile = app_oci_backup_tmpfile,
         .backup_adopt = app_oci_backup_adopt,
+        .sftp_target = app_oci_sftp_target,
 };

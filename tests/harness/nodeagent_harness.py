@@ -157,6 +157,9 @@ class Agent:
             "controller": {"url": controller_url, "token_file": self.token_file, "ca_file": ca_file,
                            "poll_wait_sec": "5"},
             "vm": {"uri": "test:///default"},
+            # nodeagent-sftpd stays off unless a test turns it on (tests/app-sftp): parallel
+            # agents would all try the default 0.0.0.0:2022.
+            "apps": {"sftp_listen": ""},
         }
         if os.environ.get("NA_TEST_NO_FIREWALL"):
             sections["firewall"] = {"enabled": "false"}

@@ -70,6 +70,7 @@ expect_entry() { # MODE PATH
 expect_entry -rwxr-xr-x /usr/sbin/nodeagentd
 expect_entry -rwxr-xr-x /usr/bin/nodeagentctl
 expect_entry -rwxr-xr-x /usr/libexec/nodeagent/nodeagent-monitor
+expect_entry -rwxr-xr-x /usr/libexec/nodeagent/nodeagent-sftpd
 expect_entry -rw-r--r-- /etc/nodeagent/nodeagent.conf
 expect_entry -rw-r--r-- /lib/systemd/system/nodeagent.service
 expect_entry drwx--x--x /var/lib/nodeagent
@@ -83,7 +84,7 @@ awk '{ print $3 }' "$SCRATCH/contents" | while read -r p; do
 		/lib/systemd/system/nodeagent.service | /usr | /usr/bin | /usr/bin/nodeagentctl | \
 		/usr/sbin | /usr/sbin/nodeagentd | /usr/share | /usr/share/man | /usr/share/man/man[58] | \
 		/usr/libexec | /usr/libexec/nodeagent | /usr/libexec/nodeagent/nodeagent-monitor | \
-		/usr/share/man/man[58]/*.gz | /usr/share/doc | /usr/share/doc/nodeagent | \
+		/usr/libexec/nodeagent/nodeagent-sftpd | /usr/share/man/man[58]/*.gz | /usr/share/doc | /usr/share/doc/nodeagent | \
 		/usr/share/doc/nodeagent/* | /var | /var/lib | /var/lib/nodeagent) ;;
 	*) echo "$p" ;;
 	esac

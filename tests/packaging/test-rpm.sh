@@ -48,6 +48,7 @@ expect_file() { # MODE PATH [FLAGS]
 expect_file -rwxr-xr-x /usr/sbin/nodeagentd
 expect_file -rwxr-xr-x /usr/bin/nodeagentctl
 expect_file -rwxr-xr-x /usr/libexec/nodeagent/nodeagent-monitor
+expect_file -rwxr-xr-x /usr/libexec/nodeagent/nodeagent-sftpd
 expect_file -rw-r--r-- /etc/nodeagent/nodeagent.conf cn
 expect_file drwxr-xr-x /etc/nodeagent
 expect_file -rw-r--r-- /usr/lib/systemd/system/nodeagent.service
@@ -59,7 +60,7 @@ q -l >"$SCRATCH/list"
 while read -r p; do
 	case $p in
 	/etc/nodeagent | /etc/nodeagent/nodeagent.conf | /usr/sbin/nodeagentd | /usr/bin/nodeagentctl | \
-		/usr/libexec/nodeagent | /usr/libexec/nodeagent/nodeagent-monitor | \
+		/usr/libexec/nodeagent | /usr/libexec/nodeagent/nodeagent-monitor | /usr/libexec/nodeagent/nodeagent-sftpd | \
 		/usr/lib/systemd/system/nodeagent.service | /var/lib/nodeagent | /usr/share/man/man[58]/*.gz | \
 		/usr/share/doc/nodeagent | /usr/share/doc/nodeagent/* | /usr/lib/.build-id | /usr/lib/.build-id/*) ;;
 	*) fail "unexpected path in the .rpm (a directory of the base system, or a stray file): $p" ;;

@@ -15,6 +15,8 @@
 #   start (READY=1), run with exactly the unit's capabilities and the filters;
 #   app.deploy (loop-mounted ext4 volume, idmapped image root, overlay) and start:
 #     the app's first line is seen;
+#   app.sftp.set and a key login with OpenSSH's sftp to the packaged nodeagent-sftpd:
+#     the upload lands in the app's volume;
 #   SIGTERM to the main process only (KillMode=process): the agent exits 0, and the
 #     monitor, the container and every mount of the app are still there, seen from
 #     the namespace the next agent starts in;
@@ -24,7 +26,7 @@
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (mounts, loop devices, user namespaces)"
-for tool in unshare dpkg-deb systemd-analyze setpriv losetup; do
+for tool in unshare dpkg-deb systemd-analyze setpriv losetup ip ssh-keygen sftp; do
 	command -v "$tool" >/dev/null 2>&1 || skip "$tool not installed"
 done
 PY=/usr/bin/python3
@@ -44,6 +46,7 @@ fi
 
 make_scratch
 S=$SCRATCH
+ip link set lo up || die "cannot bring up the loopback of the test's network namespace"
 chmod 0711 "$S" # the app's mapped root must reach its root and volume from its user namespace
 deb=$(build_package DEB)
 mkdir "$S/pkg"
@@ -85,6 +88,8 @@ templates_file = $S/etc/templates.json
 runtime = /usr/bin/crun
 monitor = $MONITOR
 images_dir = $S/images
+sftpd = $S/pkg/usr/libexec/nodeagent/nodeagent-sftpd
+sftp_listen = 127.0.0.1:2022
 EOC
 "$DAEMON" -c "$S/etc/nodeagent.conf" --check-config >/dev/null || die "the configuration does not pass --check-config"
 
@@ -215,6 +220,19 @@ mounts1=$(app_mounts)
 printf '%s\n' "$mounts1" | grep -q ' overlay$' || fail "no overlay root mounted for the app: $mounts1"
 printf '%s\n' "$mounts1" | grep -q ' /dev/loop[0-9]*$' || fail "no loop-mounted volume for the app: $mounts1"
 [ "$failures" -eq 0 ] && info "app deployed and started under the unit: $(printf '%s\n' "$mounts1" | awk '{ print $2 }' | tr '\n' ' ')"
+
+# SFTP under the unit: the packaged nodeagent-sftpd runs, and a key login as the app's
+# user uploads into its volume (the session's drop to the app's ids and its own seccomp
+# filter, within the unit's capabilities and filters).
+ssh-keygen -q -t ed25519 -N "" -f "$S/sftp_key"
+job app.sftp.set "{\"enabled\":true,\"publicKeys\":[\"$(cat "$S/sftp_key.pub")\"]}"
+wait_for "nodeagent-sftpd listening" grep -q "sftpd: listening on 127.0.0.1:2022" "$S/agent.log"
+printf 'put %s uploaded\nls -l\n' "$S/etc/templates.json" >"$S/sftp.batch"
+sftp -b "$S/sftp.batch" -P 2022 -i "$S/sftp_key" -o IdentitiesOnly=yes -o StrictHostKeyChecking=no \
+	-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR demo@127.0.0.1 >"$S/sftp.out" 2>&1 ||
+	fail "sftp under the unit: $(tr -s ' \n' ' ' <"$S/sftp.out" | cut -c1-600)"
+cmp -s "$S/etc/templates.json" "$S/state/apps/apps/$APP/disk/volume/uploaded" || fail "the SFTP upload is not in the volume"
+[ "$failures" -eq 0 ] && info "SFTP under the unit: key login, upload into the app's volume"
 
 # A stop of the unit: SIGTERM to the main process only.
 monitor=$(cat "$S/state/apps/apps/$APP/monitor.pid" 2>/dev/null || true)

@@ -1,0 +1,195 @@
+/* The agent's side of nodeagent-sftpd (agent/sftpd.h). */
+#include "agent/sftpd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/config.h"
+#include "agent/log.h"
+#include "common/macro.h"
+
+struct agent_sftpd {
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool stop;
+        pid_t pid;
+        char binary[PATH_MAX];
+        char listen[300], users_dir[PATH_MAX], host_key[PATH_MAX];
+};
+
+static const char *storage_dir(const struct agent_config *cfg, char *buf, size_t len)
+{
+        if (cfg->apps_storage_dir && *cfg->apps_storage_dir)
+                return cfg->apps_storage_dir;
+        snprintf(buf, len, "%s/apps", cfg->state_dir);
+        return buf;
+}
+
+int agent_sftp_users_dir(const struct agent_config *cfg, char *buf, size_t len)
+{
+        char tmp[PATH_MAX];
+        int n = snprintf(buf, len, "%s/sftp/users", storage_dir(cfg, tmp, sizeof(tmp)));
+        return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+unsigned agent_sftp_port(const struct agent_config *cfg)
+{
+        const char *l = cfg->apps_sftp_listen;
+        const char *colon = l && *l ? strrchr(l, ':') : NULL;
+        return colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 0;
+}
+
+void agent_sftp_host(const struct agent_config *cfg, char *buf, size_t len)
+{
+        if (cfg->apps_sftp_host && *cfg->apps_sftp_host) {
+                snprintf(buf, len, "%s", cfg->apps_sftp_host);
+                return;
+        }
+        if (gethostname(buf, len) < 0 || !buf[0])
+                snprintf(buf, len, "localhost");
+        buf[len - 1] = '\0';
+}
+
+static pid_t spawn(struct agent_sftpd *d)
+{
+        static char o_listen[] = "--listen", o_users[] = "--users-dir", o_key[] = "--host-key";
+        static char path_env[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+        char *argv[] = { d->binary, o_listen, d->listen, o_users, d->users_dir, o_key, d->host_key, NULL };
+        char *envp[] = { path_env, NULL };
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        sigset_t none, all;
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setsigdefault(&attr, &all);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&attr, 0);
+        pid_t pid = -1;
+        int r = posix_spawn(&pid, d->binary, &fa, &attr, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        if (r != 0) {
+                log_warn("sftp: cannot start %s: %s", d->binary, strerror(r));
+                return -1;
+        }
+        return pid;
+}
+
+/* Wait up to ms for stop; true when stopping. */
+static bool wait_stop(struct agent_sftpd *d, unsigned ms)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += ms / 1000;
+        ts.tv_nsec += (long)(ms % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&d->lock);
+        while (!d->stop && pthread_cond_timedwait(&d->cond, &d->lock, &ts) == 0)
+                ;
+        bool s = d->stop;
+        pthread_mutex_unlock(&d->lock);
+        return s;
+}
+
+static void *supervise(void *arg)
+{
+        struct agent_sftpd *d = arg;
+        unsigned backoff_ms = 1000;
+        for (;;) {
+                pthread_mutex_lock(&d->lock);
+                bool stop = d->stop;
+                pid_t pid = stop ? -1 : spawn(d);
+                d->pid = pid;
+                pthread_mutex_unlock(&d->lock);
+                if (stop)
+                        break;
+                time_t started = time(NULL);
+                if (pid > 0) {
+                        log_info("sftp: nodeagent-sftpd started (pid %d) on %s", (int)pid, d->listen);
+                        int st = 0;
+                        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                                ;
+                        pthread_mutex_lock(&d->lock);
+                        d->pid = -1;
+                        stop = d->stop;
+                        pthread_mutex_unlock(&d->lock);
+                        if (stop)
+                                break;
+                        if (WIFSIGNALED(st))
+                                log_warn("sftp: nodeagent-sftpd was killed by signal %d; starting it again",
+                                         WTERMSIG(st));
+                        else
+                                log_warn("sftp: nodeagent-sftpd exited with status %d; starting it again",
+                                         WEXITSTATUS(st));
+                }
+                if (time(NULL) - started > 60)
+                        backoff_ms = 1000;
+                if (wait_stop(d, backoff_ms))
+                        break;
+                backoff_ms = backoff_ms >= 30000 ? 60000 : backoff_ms * 2;
+        }
+        return NULL;
+}
+
+int agent_sftpd_start(const struct agent_config *cfg, const char *binary, struct agent_sftpd **ret,
+                      struct na_error *err)
+{
+        *ret = NULL;
+        if (!cfg->apps_sftp_listen || !*cfg->apps_sftp_listen)
+                return 0;
+        struct agent_sftpd *d = calloc(1, sizeof(*d));
+        if (!d)
+                return na_error_sys(err, ENOMEM, "sftp");
+        pthread_mutex_init(&d->lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_cond_init(&d->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        d->pid = -1;
+        snprintf(d->binary, sizeof(d->binary), "%s", binary);
+        snprintf(d->listen, sizeof(d->listen), "%s", cfg->apps_sftp_listen);
+        (void)agent_sftp_users_dir(cfg, d->users_dir, sizeof(d->users_dir));
+        snprintf(d->host_key, sizeof(d->host_key), "%s/sftp/ssh_host_ed25519_key", cfg->state_dir);
+        int r = pthread_create(&d->thread, NULL, supervise, d);
+        if (r != 0) {
+                free(d);
+                return na_error_sys(err, r, "sftp: supervisor thread");
+        }
+        *ret = d;
+        return 0;
+}
+
+void agent_sftpd_stop(struct agent_sftpd *d)
+{
+        if (!d)
+                return;
+        pthread_mutex_lock(&d->lock);
+        d->stop = true;
+        if (d->pid > 0)
+                kill(d->pid, SIGTERM);
+        pthread_cond_broadcast(&d->cond);
+        pthread_mutex_unlock(&d->lock);
+        pthread_join(d->thread, NULL);
+        pthread_mutex_destroy(&d->lock);
+        pthread_cond_destroy(&d->cond);
+        free(d);
+}

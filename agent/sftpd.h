@@ -1,0 +1,34 @@
+/*
+ * The agent's side of nodeagent-sftpd (docs/app-sftp.md): where the credentials files
+ * live, what app.sftp.set answers (host, port), and a supervisor thread that starts
+ * the daemon when apps are on and [apps] sftp_listen is not empty, starts it again
+ * with backoff (1 s doubling to 60 s) when it exits, and stops it at shutdown. Its
+ * stderr is the agent's, so its one-line logs land in the agent's log.
+ *
+ *   struct agent_sftpd *d;
+ *   agent_sftpd_start(cfg, "/usr/libexec/nodeagent/nodeagent-sftpd", &d, &err);   (d NULL when off)
+ *   agent_sftpd_stop(d);
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "common/error.h"
+
+struct agent_config;
+struct agent_sftpd;
+struct agent_services;
+
+/* <storage_dir>/sftp/users into buf (storage_dir defaults to <state_dir>/apps). */
+int agent_sftp_users_dir(const struct agent_config *cfg, char *buf, size_t len);
+/* The port of [apps] sftp_listen; 0 when SFTP is off. */
+unsigned agent_sftp_port(const struct agent_config *cfg);
+/* [apps] sftp_host, else the node's host name, into buf. */
+void agent_sftp_host(const struct agent_config *cfg, char *buf, size_t len);
+
+int agent_sftpd_start(const struct agent_config *cfg, const char *binary, struct agent_sftpd **ret,
+                      struct na_error *err);
+void agent_sftpd_stop(struct agent_sftpd *d); /* NULL-safe */
+
+/* app.delete: remove the app's credentials file (agent/jobs-app-sftp.c); 0 when it had none. */
+int agent_app_sftp_forget(const struct agent_services *s, const char *app_id, struct na_error *err);

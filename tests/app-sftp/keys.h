@@ -1,0 +1,6 @@
+/* Test keys and hashes made once with ssh-keygen and openssl passwd -6 (public halves only; "pw1"). */
+#define ED25519_LINE "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBXnnibQMSKo38WAJHxeGm7KmE5l49HNlAvDGZtAiiKb root@vm"
+#define ECDSA_LINE "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEbO6UCVVlZlpFiaxf5raRlBkRNr3mYvaNiwiXejBb95Ab8B5a6QfWZrwseY8eVwD2/2W0jqj1+iXDaZJZdqu68= root@vm"
+#define RSA1024_LINE "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQCXbrxEAsMc+pgvteREbWeBbn+cVpCl9fapodXo7nEZ1IlN7RyN5SuHdLVPTUnreRr1+q971jJRyfZYABs+IG9K3dYMhz86Lu3O/7eH+HZtOiZ1RK1dNF/qsMMkBw4ou1IQkd8EFcXIDVrLVwaDugBo+gRoQmva8+EBF5YPY2pr+Q== root@vm"
+#define RSA2048_LINE "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC6AoWp/Nz1VofAKBwvzuQfyPjSXnkwtLUYt71mwrPbzopzqhvYRL6iydbHG7rOEh6dzb8OEbRv2yNi2TSx0BqxiqRqfoKwxf4t166+lPrhtdr8op1A5b5VlrEd9p7I4qM0ljRh83hQ8vSZJ/af3/Qq8DBQO9TjrrPFUppyjZV5tvXaEu9UB06IhC8GgpNVpeq4xNJp6vqAh52bFbK0jALYRKXXI+IyG8vpVk7J6sYb1LpR7SKiitHPFNbxRW751s5YI6wEtV1PsBf9SUAtkeiSuSTE83nTDnm38SvrEH6Q3xevvfEi+heWf/aUssu0rkCgiOYY/7Fc7iA7EpwSEW3Z root@vm"
+#define SHA512_PW1 "$6$abcdefgh$BOw/nV5aU2HJ8o7otKMCN5S.MoSoxPoAUYewKjq5oSqs8UMghGB3x4G4HaPK7NZqL54npGT9hs/qRSokU.4Qt/"
