@@ -221,6 +221,8 @@ def hostile_archives():
                     ti.type, ti.linkname = tarfile.LNKTYPE, extra
                 elif kind == "chr":
                     ti.type, ti.devmajor, ti.devminor = tarfile.CHRTYPE, 1, 3
+                elif kind == "blk":
+                    ti.type, ti.devmajor, ti.devminor = tarfile.BLKTYPE, 8, 0
                 elif kind == "fifo":
                     ti.type = tarfile.FIFOTYPE
                 t.addfile(ti, io.BytesIO(data) if data is not None else None)
@@ -243,6 +245,19 @@ def hostile_archives():
         ("no-parent", build([("file", "missing/x", None)])),
         ("twice", build([ok_file, ok_file])),
         ("not-tar", b"this is not a tar archive at all" * 100),
+        ("dot-dotdot", build([ok_file, ("file", "./../x", None)])),
+        ("dotdot-after-dot", build([("dir", "a", None), ("file", "a/./../../x", None)])),
+        ("double-slash-abs", build([("file", "//etc/x", None)])),
+        ("trailing-dotdot", build([("dir", "a", None), ("dir", "a/..", None)])),
+        ("dotdot-only", build([("dir", "..", None)])),
+        ("link-proc", build([("sym", "p", "/proc/self/root"), ("file", "p/etc/x", None)])),
+        ("link-chain", build([("sym", "c1", "c2"), ("sym", "c2", "../.."), ("file", "c1/x", None)])),
+        ("link-then-dir", build([("sym", "d", "/tmp"), ("dir", "d/sub", None)])),
+        ("link-then-link", build([("sym", "l", "/etc"), ("sym", "l/evil", "/")])),
+        ("link-then-hard", build([("sym", "l", "/etc"), ("hard", "l/h", "fine.txt"), ok_file])),
+        ("hardlink-abs-dir", build([("hard", "h", "/etc")])),
+        ("hardlink-chain-out", build([("dir", "a", None), ("hard", "a/h", "a/../../canary")])),
+        ("blockdev", build([("blk", "sda", None)])),
     ]
 
 
@@ -277,7 +292,9 @@ def hostile_restore(s):
             f.write("untouched")
     passwd = open("/etc/passwd", "rb").read()
     before = tree(vol)
-    for i, (name, tar_bytes) in enumerate(hostile_archives()):
+    archives = hostile_archives()
+    check(len(archives) >= 25, len(archives))
+    for i, (name, tar_bytes) in enumerate(archives):
         bid = f"h{i}"
         place_backup(s, app, bid, tar_bytes)
         err = failed(app_job(s, "app.backup.restore", app, {"backupId": bid}), "VALIDATION_ERROR")
