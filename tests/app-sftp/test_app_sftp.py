@@ -232,5 +232,73 @@ def sftp_end_to_end(s):
     check(not listening() and sftpd_pid(s) is None, "nodeagent-sftpd outlived the agent")
 
 
+def outside_snapshot(paths):
+    out = {}
+    for p in paths:
+        st = os.lstat(p)
+        content = open(p, "rb").read() if os.path.isfile(p) else sorted(os.listdir(p))
+        out[p] = (st.st_mtime_ns, st.st_mode, st.st_uid, content)
+    return out
+
+
+@needs("root")
+@with_setup(agent_conf=sftp_conf)
+def hostile_paths(s):
+    """The hostile path table of the files kinds (tests/apps/test_app_paths.py), through
+    SFTP: every path tried with get, put, ls, mkdir, rm, rmdir, rename (both ways),
+    chmod, symlink and readlink in one session, against the same links planted by
+    the app. SFTP's paths are the client's: '..' stops at the volume's root as in a
+    chroot, so a path may land on a name inside; nothing outside is read or changed."""
+    from test_app_paths import table
+    need_root()
+    s.local = os.path.join(s.tmp, "local")
+    os.makedirs(s.local)
+    wait_for(listening, 10, "nodeagent-sftpd listening")
+    outside = os.path.join(s.tmp, "outside")
+    os.makedirs(outside)
+    canary = os.path.join(outside, "canary")
+    with open(canary, "w") as f:
+        f.write("untouched")
+    os.chmod(outside, 0o777)
+    os.chmod(canary, 0o666)  # writable by anyone: only the path layer stands between SFTP and it
+    a = str(uuid.uuid4())
+    ok(app_job(s, "app.deploy", a, deploy_params(sftpUsername="gamma"), timeout=120))
+    key, pub = keypair(s, "gamma_key")
+    ok(app_job(s, "app.sftp.set", a, {"enabled": True, "publicKeys": [pub]}))
+    vol = volume(s, a)
+    os.makedirs(os.path.join(vol, "a", "b", "c"))
+    for name, target in (("escape", "/"), ("etcl", "/etc"), ("chain", "c2"), ("c2", "../.."),
+                         ("procl", "/proc/self/root"), ("dotdot", ".."), ("a/up", "../.."), ("loop", "loop"),
+                         ("abs", canary)):
+        os.symlink(target, os.path.join(vol, name))
+    with open(os.path.join(s.local, "up.txt"), "w") as f:
+        f.write("owned")
+    watched = [canary, outside, "/etc/passwd", "/etc", "/"]
+    before = outside_snapshot(watched)
+    # What a batch line can carry (no NUL, no control characters, not empty, short).
+    rows = [p for p, _ in table(canary) if p and "\0" not in p and "\x01" not in p and len(p) < 1000]
+    check(len(rows) >= 25, len(rows))
+    cmds = []
+    for i, p in enumerate(rows):
+        q = '"' + p + '"'
+        cmds += [f"-get {q} got{i}", f"-put up.txt {q}", f"-ls {q}", f"-mkdir {q}/n", f"-rm {q}", f"-rmdir {q}",
+                 f"-rename {q} moved{i}", f"-rename /a/b {q}/stolen", f"-chmod 777 {q}", f"-symlink {q} s{i}",
+                 f"-get {q}/passwd pw{i}"]
+    out = sftp_ok(s, "gamma", cmds, key=key)
+    check(outside_snapshot(watched) == before, "something outside the volume changed")
+    for name in os.listdir(s.local):
+        if name.startswith(("got", "pw")):
+            data = open(os.path.join(s.local, name), "rb").read()
+            check(data not in (b"untouched", open("/etc/passwd", "rb").read()), (name, "read from outside"))
+    check(not os.path.exists("/etc/n") and not os.path.exists(os.path.join(outside, "n")), "mkdir reached out")
+    # Links made through SFTP can only point inside: a link's target stays text, never followed out.
+    for name in os.listdir(vol):
+        p = os.path.join(vol, name)
+        if name.startswith("s") and os.path.islink(p):
+            check(not os.readlink(p).startswith("/") and "../.." not in os.readlink(p), (name, os.readlink(p)))
+    print(f"{len(rows)} hostile paths x {len(cmds) // len(rows)} SFTP operations: nothing outside read or changed")
+    ok(app_job(s, "app.delete", a))
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases({f.__name__: f for f in [sftp_end_to_end]}))
+    sys.exit(run_cases({f.__name__: f for f in [sftp_end_to_end, hostile_paths]}))
