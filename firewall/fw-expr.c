@@ -66,7 +66,7 @@ void fw_e_payload(struct fw_rb *rb, uint32_t base, uint32_t off, uint32_t len)
 
 void fw_e_bitwise(struct fw_rb *rb, const uint8_t *mask, uint32_t len)
 {
-        const uint8_t zero[16];
+        static const uint8_t zero[16];
         struct nftnl_expr *e = fw_expr_new(rb, "bitwise");
         if (!e)
                 return;
