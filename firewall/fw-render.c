@@ -133,7 +133,10 @@ static void render_expr(FILE *f, const struct nftnl_expr *e)
                 const void *d = nftnl_expr_get(e, NFTNL_EXPR_IMM_DATA, &len);
                 fprintf(f, "immediate reg %u ", eu32(e, NFTNL_EXPR_IMM_DREG));
                 hex(f, d, len);
-        } else if (streq(name, "immediate"))
+        } else if (streq(name, "immediate") && nftnl_expr_is_set(e, NFTNL_EXPR_IMM_CHAIN))
+                fprintf(f, "immediate %s %s", verdict_name((int32_t)eu32(e, NFTNL_EXPR_IMM_VERDICT)),
+                        nftnl_expr_get_str(e, NFTNL_EXPR_IMM_CHAIN));
+        else if (streq(name, "immediate"))
                 fprintf(f, "immediate %s", verdict_name((int32_t)eu32(e, NFTNL_EXPR_IMM_VERDICT)));
         else if (streq(name, "nat"))
                 fprintf(f, "nat %s ip addr reg %u port reg %u", eu32(e, NFTNL_EXPR_NAT_TYPE) == NFT_NAT_DNAT ? "dnat" : "snat",
