@@ -84,16 +84,16 @@ char *app_net_resolv_render(const char *host_text, const char *resolver)
         return text;
 }
 
-int app_net_write_file(const char *dir, const char *name, const char *text, struct na_error *err)
+int app_net_write_file(const char *dir, const char *name, const char *text, mode_t mode, struct na_error *err)
 {
         char tmp[4200], path[4200];
         snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
         snprintf(path, sizeof(path), "%s/%s", dir, name);
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
         if (fd < 0)
                 return na_error_sys(err, errno, "write %s", tmp);
         int r = na_write_all(fd, text, strlen(text), tmp, err);
-        if (r >= 0 && fchmod(fd, 0644) < 0)
+        if (r >= 0 && fchmod(fd, mode) < 0)
                 r = na_error_sys(err, errno, "chmod %s", tmp);
         if (r >= 0 && rename(tmp, path) < 0)
                 r = na_error_sys(err, errno, "rename %s", path);

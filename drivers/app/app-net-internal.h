@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/error.h"
 #include "common/names.h"
@@ -108,7 +109,7 @@ char *app_net_hosts_render(const struct app_net_host_entry *self, const struct a
 /* resolv.conf for apps from the host's text: its nameservers unless loopback; else resolver or 1.1.1.1. */
 char *app_net_resolv_render(const char *host_text, const char *resolver);
 /* Write name in dir atomically (temp + rename, not synced: rewritten before every start). */
-int app_net_write_file(const char *dir, const char *name, const char *text, struct na_error *err);
+int app_net_write_file(const char *dir, const char *name, const char *text, mode_t mode, struct na_error *err);
 /* /etc/hosts and /etc/resolv.conf of the root at rootfs: links into APP_NET_DIR_IN_CONTAINER. */
 int app_net_root_links(const char *rootfs, uint32_t uid, struct na_error *err);
 
@@ -144,7 +145,7 @@ struct app_net_member *app_net_member_find(struct app_net *n, const char *id);
 int app_net_rules_fill(struct app_net *n, struct app_net_rules *rs, struct na_error *err);
 void app_net_rules_clear(struct app_net_rules *rs);
 int app_net_apply(struct app_net *n, struct fw_batch *b, struct na_error *err);
-int app_net_save(struct app_net *n, struct na_error *err);
+int app_net_save(struct app_net *n, bool durable, struct na_error *err);
 int app_net_reconcile(struct app_net *n, struct na_error *err);
 
 /* ---- app-net-expose.c ---- */

@@ -113,7 +113,12 @@ int app_net_apply(struct app_net *n, struct fw_batch *b, struct na_error *err)
 
 /* ---- the state file ---- */
 
-int app_net_save(struct app_net *n, struct na_error *err)
+/*
+ * durable: fsync'd (an address given or taken back). A group change is not: the
+ * app's own record (app.json, fsync'd by the driver) holds its group, and the driver
+ * registers every app again at open, which puts a group a crash lost back.
+ */
+int app_net_save(struct app_net *n, bool durable, struct na_error *err)
 {
         _cleanup_json_ json_t *apps = json_object();
         for (size_t i = 0; apps && i < n->n; i++) {
@@ -127,7 +132,15 @@ int app_net_save(struct app_net *n, struct na_error *err)
         _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
         if (!text)
                 return na_error_sys(err, ENOMEM, "app network: save");
-        int r = na_atomic_write(n->state_path, text, strlen(text), 0600, err);
+        int r;
+        if (durable)
+                r = na_atomic_write(n->state_path, text, strlen(text), 0600, err);
+        else {
+                char dir[4200];
+                snprintf(dir, sizeof(dir), "%s", n->state_path);
+                *strrchr(dir, '/') = '\0';
+                r = app_net_write_file(dir, "app-net.json", text, 0600, err);
+        }
         return r < 0 ? na_error_prefix(err, "app network") : 0;
 }
 
@@ -213,7 +226,7 @@ static int write_hosts(struct app_net *n, struct app_net_member *m, struct na_er
         _cleanup_free_ char *text = app_net_hosts_render(&self, others, k);
         if (!text)
                 return na_error_sys(err, ENOMEM, "app %s: hosts", m->id);
-        int r = app_net_write_file(dir, "hosts", text, err);
+        int r = app_net_write_file(dir, "hosts", text, 0644, err);
         return r < 0 ? na_error_prefix(err, "app %s", m->id) : 0;
 }
 
@@ -362,14 +375,13 @@ static int group_move_locked(struct app_net *n, struct app_net_member *m, const 
         app_net_rules_clear(&rs);
         if (r < 0)
                 return na_error_prefix(err, "app %s: group %s", m->id, g[0] ? g : "(none)");
+        /* Not saved to app-net.json: the app's record (app.json) keeps its group and the
+         * driver registers every app again at open. The hosts files of both groups (the
+         * app's own among the new group's, or alone when it left). */
         snprintf(m->group, sizeof(m->group), "%s", g);
-        r = app_net_save(n, err);
+        r = write_group_hosts(n, old, err);
         if (r >= 0)
-                r = write_hosts(n, m, err);
-        if (r >= 0)
-                r = write_group_hosts(n, old, err);
-        if (r >= 0)
-                r = write_group_hosts(n, g, err);
+                r = g[0] ? write_group_hosts(n, g, err) : write_hosts(n, m, err);
         return r;
 }
 
@@ -381,6 +393,10 @@ int app_net_register(struct app_net *n, const char *app_id, const char *hostname
         pthread_mutex_lock(&n->lock);
         int r = 0;
         struct app_net_member *m = app_net_member_find(n, app_id);
+        bool had_group = m && m->group[0];
+        char was_group[40] = "";
+        if (m)
+                snprintf(was_group, sizeof(was_group), "%s", m->group);
         if (!m) {
                 _cleanup_free_ uint32_t *taken = calloc(n->n + 1, sizeof(*taken));
                 uint32_t addr = 0;
@@ -394,15 +410,20 @@ int app_net_register(struct app_net *n, const char *app_id, const char *hostname
                         r = na_error_sys(err, -r, "app %s: network", app_id);
                 if (r >= 0)
                         r = add_member(n, app_id, hostname, NULL, addr, err);
-                if (r >= 0 && (r = app_net_save(n, err)) < 0)
+                if (r >= 0 && (r = app_net_save(n, true, err)) < 0)
                         drop_member(n, &n->m[n->n - 1]);
                 m = r >= 0 ? &n->m[n->n - 1] : NULL;
         } else if (hostname && strcmp(m->hostname, hostname) != 0) {
                 snprintf(m->hostname, sizeof(m->hostname), "%s", hostname);
-                r = app_net_save(n, err);
+                r = app_net_save(n, false, err);
         }
         if (r >= 0)
                 r = group_move_locked(n, m, group_id, err);
+        /* The file says the group an app had when it was saved last: a changed one is
+         * saved now (not durably: app.json is the record), so that the next open's
+         * reconcile starts from it. */
+        if (r >= 0 && (had_group || m->group[0]) && strcmp(was_group, m->group) != 0)
+                r = app_net_save(n, false, err);
         if (r >= 0)
                 r = write_hosts(n, m, err);
         pthread_mutex_unlock(&n->lock);
@@ -456,7 +477,7 @@ int app_net_prepare(struct app_net *n, const char *app_id, const char *rootfs, u
                 (void)na_read_file(n->resolv_conf, 1u << 16, &host_resolv, NULL, &e);
                 na_error_clear(&e);
                 _cleanup_free_ char *text = app_net_resolv_render(host_resolv, n->resolver);
-                r = text ? app_net_write_file(dir, "resolv.conf", text, err) : na_error_sys(err, ENOMEM, "resolv");
+                r = text ? app_net_write_file(dir, "resolv.conf", text, 0644, err) : na_error_sys(err, ENOMEM, "resolv");
         }
         if (r >= 0)
                 r = app_net_root_links(rootfs, uid, err);
@@ -488,7 +509,7 @@ int app_net_forget(struct app_net *n, const char *app_id, struct na_error *err)
                 r = app_net_ns_remove(path, err);
         if (r >= 0 && m) {
                 drop_member(n, m);
-                r = app_net_save(n, err);
+                r = app_net_save(n, true, err);
         }
         pthread_mutex_unlock(&n->lock);
         return r < 0 ? na_error_prefix(err, "app %s: network", app_id) : 0;

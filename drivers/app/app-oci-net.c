@@ -24,7 +24,16 @@ int app_oci_net_open(struct app_conn *c, struct na_error *err)
                 .routes = c->o.routes,
         };
         int r = app_net_open(&o, &c->net, err);
-        return r < 0 ? na_error_prefix(err, "apps") : 0;
+        if (r < 0)
+                return na_error_prefix(err, "apps");
+        /* Each app's record says its group: the network follows (an app deployed before
+         * networks gets its address; a group change a crash kept from app-net.json comes back). */
+        for (struct app *a = c->apps; a; a = a->next) {
+                struct na_error e = NA_ERROR_INIT;
+                (void)app_net_register(c->net, a->id, a->deploy->hostname, a->deploy->group_id, &e);
+                na_error_clear(&e); /* its next start says it again, with the app's id */
+        }
+        return 0;
 }
 
 int app_oci_group_set(struct app_conn *c, const char *id, const char *group_id, bool leave, json_t **ret,
