@@ -257,5 +257,39 @@ def exposures(s):
         client.wait()
 
 
+@needs("root")
+@with_setup(agent_conf=net_conf)
+def reboot(s):
+    """After a node reboot (containers, monitors, namespaces, links and rules gone, the
+    namespace files left as plain files) the agent rebuilds its table and each app's
+    namespace and link before starting it again: the group works as before."""
+    need_root()
+    g = str(uuid.uuid4())
+    web, db = str(uuid.uuid4()), str(uuid.uuid4())
+    start(s, web, "web", g)
+    start(s, db, "db", g)
+    check(fetch(s, web, "http://db:8080/") == "db", "before the reboot")
+    check(s.agent.stop() == 0)
+    storage = os.path.join(s.agent.state_dir, "apps")
+    for app in (web, db):
+        pid = int(open(os.path.join(storage, "apps", app, "monitor.pid")).read().split()[0])
+        os.kill(pid, 9)
+        subprocess.run(["/usr/bin/crun", "--root", os.path.join(storage, "crun"), "delete", "--force", f"na-{app}"],
+                       check=True)
+        ns = os.path.join(storage, "netns", app)
+        subprocess.run(["umount", ns], check=True)  # the namespace dies, and its veth pair with it
+        check(os.path.isfile(ns) and not os.path.ismount(ns), "the namespace file stays, a plain file")
+    subprocess.run(["nft", "delete", "table", "inet", TABLE], check=True)
+    wait_for(lambda: ifname(web) not in links(), 5, "the links to go with their namespaces")
+    s.agent.start()
+    for app in (web, db):
+        wait_for(lambda: ok(app_job(s, "app.status", app))["state"] == "running", 20, "running after the reboot")
+        check(os.path.ismount(os.path.join(storage, "netns", app)), "the namespace was not made again")
+    check(ifname(web) in links() and "set g" in nft_table(), "links and rules after the reboot")
+    check(fetch(s, web, "http://db:8080/") == "db", "after the reboot")
+    for app in (web, db):
+        ok(app_job(s, "app.delete", app))
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases({"groups": groups, "exposures": exposures}))
+    sys.exit(run_cases({"groups": groups, "exposures": exposures, "reboot": reboot}))
