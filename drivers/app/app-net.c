@@ -511,6 +511,10 @@ int app_net_forget(struct app_net *n, const char *app_id, struct na_error *err)
                 drop_member(n, m);
                 r = app_net_save(n, true, err);
         }
+        if (r >= 0) {
+                snprintf(path, sizeof(path), "%s/%s/exposures.json", n->apps_dir, app_id);
+                (void)unlink(path);
+        }
         pthread_mutex_unlock(&n->lock);
         return r < 0 ? na_error_prefix(err, "app %s: network", app_id) : 0;
 }
