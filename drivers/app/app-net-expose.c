@@ -257,8 +257,7 @@ int app_net_exposure_add(struct app_net *n, const char *app_id, const struct pro
                 *ret = json_deep_copy(fresh);
         }
         pthread_mutex_unlock(&n->lock);
-        if (r < 0 && err->code && strcmp(err->code, NA_E_VALIDATION) != 0 && strcmp(err->code, NA_E_PORT_IN_USE) != 0 &&
-            strcmp(err->code, NA_E_INVALID_STATE) != 0)
+        if (r < 0 && !strstr(err->message, p->id)) /* every failure names the app and the exposure */
                 na_error_prefix(err, "app %s: exposure %s", app_id, p->id);
         return r;
 }
