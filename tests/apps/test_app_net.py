@@ -113,6 +113,10 @@ def groups(s):
         pass
     srv.close()
     check(fetch(s, web, "http://169.254.169.254/") is None, "link-local metadata reached")
+    # The namespace belongs to the node's user namespace: the app's root cannot change
+    # its address or routes (no spoofing another app's address).
+    r = crun_exec(s, web, "ip", "addr", "add", "10.88.0.77/32", "dev", "eth0")
+    check(r.returncode != 0, f"an app changed its own address: {r}")
 
     # A join moves other into group 1 without a restart: reachability flips at once.
     t0 = started_at(s, other)
