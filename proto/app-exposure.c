@@ -93,7 +93,7 @@ int proto_exposure_add_decode(json_t *params, struct proto_exposure_add **ret, s
         if (!ok && type < 0)
                 return -EINVAL;
         if (type == PROTO_EXPOSURE_PORT) {
-                ok &= proto_int(params, NULL, "externalPort", PROTO_REQUIRED, 1, 65535, &p.external_port, err) > 0;
+                ok &= proto_int(params, NULL, "externalPort", 0, 1, 65535, &p.external_port, err) >= 0; /* absent: 0 */
                 if (given(params, "hostname")) {
                         na_error_field(err, "hostname", "must not be given for a port exposure");
                         ok = false;

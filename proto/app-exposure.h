@@ -31,7 +31,8 @@ struct proto_exposure_add {
         enum proto_exposure_type type;
         char hostname[PROTO_DOMAIN_MAX + 1];    /* domain: normalised (lower case, no trailing dot) */
         int64_t container_port;                 /* 1..65535 */
-        int64_t external_port;                  /* port: 1..65535 (the range is the node's); domain: 0 */
+        int64_t external_port;                  /* port: 1..65535 (the range is the node's), 0: absent, the
+                                                   node picks the lowest free one; domain: 0 */
         enum proto_exposure_protocol protocol;  /* default http (domain) or tcp (port) */
 };
 int proto_exposure_add_decode(json_t *params, struct proto_exposure_add **ret, struct na_error *err);

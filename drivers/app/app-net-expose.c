@@ -159,6 +159,28 @@ static int check_port(struct app_net *n, const char *app_id, const struct proto_
         return 0;
 }
 
+/* The lowest port of the range no exposure holds (same protocol) and no program listens on. */
+static int pick_port(struct app_net *n, const char *app_id, struct proto_exposure_add *p, struct na_error *err)
+{
+        uint8_t l4 = p->protocol == PROTO_EXPOSURE_UDP ? IPPROTO_UDP : IPPROTO_TCP;
+        for (uint32_t port = n->port_lo; port <= n->port_hi; port++) {
+                bool held = false;
+                for (size_t i = 0; i < n->n && !held; i++) {
+                        size_t j;
+                        json_t *e;
+                        json_array_foreach(n->m[i].exposures, j, e)
+                                held |= app_net_exposure_is_port(e) && app_net_exposure_l4proto(e) == l4 &&
+                                        json_integer_value(json_object_get(e, "externalPort")) == port;
+                }
+                if (!held && port_free_on_host(n, (uint16_t)port, l4) == 0) {
+                        p->external_port = port;
+                        return 0;
+                }
+        }
+        return na_error_set(err, EADDRINUSE, NA_E_PORT_IN_USE, "app %s: exposure %s: every port of %u-%u is taken",
+                            app_id, p->id, n->port_lo, n->port_hi);
+}
+
 static int check_domain(struct app_net *n, const char *app_id, const struct proto_exposure_add *p,
                         struct na_error *err)
 {
@@ -225,10 +247,16 @@ int app_net_exposure_add(struct app_net *n, const char *app_id, const struct pro
         pthread_mutex_lock(&n->lock);
         struct app_net_member *m = app_net_member_find(n, app_id);
         int r = m ? 0 : na_error_set(err, ENOENT, NA_E_INTERNAL, "app %s: not on this node's network", app_id);
+        json_t *old = r >= 0 ? find(m->exposures, p->id, NULL) : NULL;
+        struct proto_exposure_add q = *p; /* externalPort absent: the node picks one */
+        if (q.type == PROTO_EXPOSURE_PORT && q.external_port == 0 && old)
+                q.external_port = json_integer_value(json_object_get(old, "externalPort"));
+        else if (r >= 0 && q.type == PROTO_EXPOSURE_PORT && q.external_port == 0)
+                r = pick_port(n, app_id, &q, err);
+        p = &q;
         _cleanup_json_ json_t *fresh = NULL;
         if (r >= 0 && !(fresh = new_exposure(n, m, p)))
                 r = na_error_sys(err, ENOMEM, "app %s: exposure %s", app_id, p->id);
-        json_t *old = r >= 0 ? find(m->exposures, p->id, NULL) : NULL;
         if (old) {
                 r = same(old, fresh) ? 0
                                      : na_error_set(err, EEXIST, NA_E_INVALID_STATE,

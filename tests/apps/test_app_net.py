@@ -199,6 +199,13 @@ def exposures(s):
         failed(app_job(s, "app.exposure.add", app2, {"exposureId": str(uuid.uuid4()), "type": "port",
                                                     "containerPort": 8080, "externalPort": 20002}), "PORT_IN_USE")
         held.close()
+        # No externalPort: the node picks the lowest free one of the range, and keeps it.
+        auto = str(uuid.uuid4())
+        got = ok(app_job(s, "app.exposure.add", app2, {"exposureId": auto, "type": "port", "containerPort": 8080}))
+        check(got["externalPort"] == 20000, got)
+        again = ok(app_job(s, "app.exposure.add", app2, {"exposureId": auto, "type": "port", "containerPort": 8080}))
+        check(again["externalPort"] == 20000, again)
+        ok(app_job(s, "app.exposure.remove", app2, {"exposureId": auto}))
         # Bad input: nothing changed.
         for bad, field in (({"externalPort": 30000}, "externalPort"), ({"containerPort": 0}, "containerPort"),
                            ({"protocol": "sctp"}, "protocol")):
