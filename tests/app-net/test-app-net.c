@@ -112,6 +112,49 @@ static void test_domains(void **state)
         assert_false(proto_domain_under("example.com", "apps.example.com"));
 }
 
+/* Random names (a fixed seed): whatever is accepted obeys every rule and is a fixed point. */
+static void test_domains_random(void **state)
+{
+        (void)state;
+        static const char alphabet[] = "abcXYZ019-.*_\xc3\xbc ";
+        unsigned seed = 12345;
+        size_t accepted = 0;
+        for (int i = 0; i < 50000; i++) {
+                char in[300], out[PROTO_DOMAIN_MAX + 1], again[PROTO_DOMAIN_MAX + 1];
+                seed = seed * 1103515245u + 12345u;
+                size_t len = (seed >> 16) % 270;
+                for (size_t k = 0; k < len; k++) {
+                        seed = seed * 1103515245u + 12345u;
+                        /* mostly letters and dots, so that some names pass */
+                        unsigned pick = (seed >> 16) % 40;
+                        in[k] = pick < 20 ? "abcdefghij"[pick % 10] : pick < 26 ? '.' : alphabet[pick % (sizeof(alphabet) - 1)];
+                }
+                in[len] = '\0';
+                const char *why = NULL;
+                if (proto_domain_normalize(in, out, &why) < 0) {
+                        assert_non_null(why);
+                        continue;
+                }
+                accepted++;
+                size_t n = strlen(out), label = 0, labels = 1;
+                assert_true(n >= 3 && n <= 253);
+                for (size_t k = 0; k < n; k++) {
+                        char c = out[k];
+                        assert_true((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.');
+                        if (c == '.') {
+                                assert_true(label >= 1 && out[k - 1] != '-' && out[k + 1] != '-');
+                                labels++;
+                                label = 0;
+                        } else
+                                assert_true(++label <= 63);
+                }
+                assert_true(labels >= 2 && out[0] != '-' && out[n - 1] != '-' && out[n - 1] != '.');
+                assert_int_equal(proto_domain_normalize(out, again, &why), 0);
+                assert_string_equal(out, again);
+        }
+        assert_true(accepted > 100); /* the generator reaches the accepting side too */
+}
+
 static void test_exposure_decode(void **state)
 {
         (void)state;
@@ -207,6 +250,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_range),      cmocka_unit_test(test_allocator),
                 cmocka_unit_test(test_names),      cmocka_unit_test(test_domains),
+                cmocka_unit_test(test_domains_random),
                 cmocka_unit_test(test_exposure_decode), cmocka_unit_test(test_files),
                 cmocka_unit_test(test_golden),
         };
