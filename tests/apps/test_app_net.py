@@ -199,6 +199,16 @@ def exposures(s):
         failed(app_job(s, "app.exposure.add", app2, {"exposureId": str(uuid.uuid4()), "type": "port",
                                                     "containerPort": 8080, "externalPort": 20002}), "PORT_IN_USE")
         held.close()
+        # UDP: the kernel holds the DNAT rule as nft prints it (busybox-static has no UDP
+        # tool to send through it; the rule differs from the TCP one only in l4proto).
+        u = str(uuid.uuid4())
+        ok(app_job(s, "app.exposure.add", app2, {"exposureId": u, "type": "port", "containerPort": 8081,
+                                                "externalPort": 20005, "protocol": "udp"}))
+        chain = subprocess.run(["nft", "list", "chain", "inet", TABLE, "exposures"], capture_output=True,
+                               text=True).stdout
+        check(f"udp dport 20005 dnat ip to {app_addr(s, app2)}:8081" in chain, chain)
+        check(f"ip daddr {PUBLIC}" in chain and f"tcp dport 20001 dnat ip to {app_addr(s, app)}:8080" in chain, chain)
+        ok(app_job(s, "app.exposure.remove", app2, {"exposureId": u}))
         # No externalPort: the node picks the lowest free one of the range, and keeps it.
         auto = str(uuid.uuid4())
         got = ok(app_job(s, "app.exposure.add", app2, {"exposureId": auto, "type": "port", "containerPort": 8080}))
