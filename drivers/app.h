@@ -129,6 +129,9 @@ struct app_driver {
         int (*exposure_list)(struct app_conn *conn, const char *app_id, json_t **ret, struct na_error *err);
         int (*exposure_verify)(struct app_conn *conn, const char *app_id, const char *exposure_id, json_t **ret,
                                struct na_error *err);
+        /* The app's private address (dotted IPv4, into buf of 16): for routing its managed
+         * hostname. APP_NOT_FOUND for an unknown app; -ENOENT without app networks. */
+        int (*address)(struct app_conn *conn, const char *app_id, char buf[16], struct na_error *err);
 };
 
 extern const struct app_driver app_oci_driver;

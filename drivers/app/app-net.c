@@ -518,3 +518,15 @@ int app_net_forget(struct app_net *n, const char *app_id, struct na_error *err)
         pthread_mutex_unlock(&n->lock);
         return r < 0 ? na_error_prefix(err, "app %s: network", app_id) : 0;
 }
+
+int app_net_address(struct app_net *n, const char *app_id, char buf[16], struct na_error *err)
+{
+        if (!app_net_enabled(n))
+                return na_error_set(err, ENOENT, NA_E_INTERNAL, "app %s: [apps] network is off on this node", app_id);
+        pthread_mutex_lock(&n->lock);
+        struct app_net_member *m = app_net_member_find(n, app_id);
+        if (m)
+                app_net_addr_str(m->addr, buf);
+        pthread_mutex_unlock(&n->lock);
+        return m ? 0 : na_error_set(err, ENOENT, NA_E_INTERNAL, "app %s: no address on this node", app_id);
+}

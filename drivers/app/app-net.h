@@ -75,6 +75,9 @@ int app_net_group_set(struct app_net *n, const char *app_id, const char *group_i
 /* Everything of the app: exposures, rules, namespace, links, address. Unknown app: 0. */
 int app_net_forget(struct app_net *n, const char *app_id, struct na_error *err);
 
+/* The app's address, dotted, into buf (16). -ENOENT (err set) when it has none. */
+int app_net_address(struct app_net *n, const char *app_id, char buf[16], struct na_error *err);
+
 /* Exposures (app.exposure.*): *ret is the Exposure object (list: an array). */
 int app_net_exposure_add(struct app_net *n, const char *app_id, const struct proto_exposure_add *p, json_t **ret,
                          struct na_error *err);

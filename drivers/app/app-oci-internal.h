@@ -134,6 +134,7 @@ int app_oci_exposure_list(struct app_conn *c, const char *id, json_t **ret, stru
 int app_oci_exposure_verify(struct app_conn *c, const char *id, const char *exposure_id, json_t **ret,
                             struct na_error *err);
 int app_oci_net_open(struct app_conn *c, struct na_error *err);
+int app_oci_address(struct app_conn *c, const char *id, char buf[16], struct na_error *err);
 
 /* app-oci-deploy.c, app-oci-images.c */
 int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_deploy *d,

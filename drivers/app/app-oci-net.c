@@ -97,3 +97,10 @@ int app_oci_exposure_verify(struct app_conn *c, const char *id, const char *expo
 {
         return LOCKED(app_net_exposure_verify(c->net, id, exposure_id, ret, err));
 }
+
+int app_oci_address(struct app_conn *c, const char *id, char buf[16], struct na_error *err)
+{
+        if (!app_get(c, id, err))
+                return -ENOENT;
+        return app_net_address(c->net, id, buf, err);
+}

@@ -318,4 +318,5 @@ const struct app_driver app_oci_driver = {
         .exposure_remove = app_oci_exposure_remove,
         .exposure_list = app_oci_exposure_list,
         .exposure_verify = app_oci_exposure_verify,
+        .address = app_oci_address,
 };

@@ -91,6 +91,9 @@ static void test_hook(void **state)
         /* No hook: pending, and verify says so without changing anything. */
         struct app_net *n = open_net(NULL);
         assert_int_equal(app_net_register(n, APP, "game", NULL, &err), 0);
+        char addr[16];
+        assert_int_equal(app_net_address(n, APP, addr, &err), 0);
+        assert_string_equal(addr, "10.88.0.2");
         json_t *e = NULL;
         assert_int_equal(app_net_exposure_add(n, APP, &p, &e, &err), 0);
         assert_string_equal(json_string_value(json_object_get(e, "verificationTarget")), "game.apps.example.test");
