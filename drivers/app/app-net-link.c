@@ -172,7 +172,13 @@ int app_net_link_setup(struct mnl_socket *host, struct mnl_socket *ns, const cha
                        const struct app_net_link_cfg *cfg, struct na_error *err)
 {
         const char *n = cfg->ifname;
-        int hi = 0, r = link_index(host, n, &hi);
+        int hi = 0, eth0 = 0, r = link_index(host, n, &hi);
+        if (r == 0 && link_index(ns, "eth0", &eth0) == -ENODEV) {
+                /* A host side whose peer is in another (an old) namespace: made again. */
+                if ((r = app_net_link_delete(host, n, err)) < 0)
+                        return r;
+                r = -ENODEV;
+        }
         if (r == -ENODEV) {
                 int fd = open(ns_path, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
