@@ -10,9 +10,18 @@
  *                                             .route_remove = hap_remove, .userdata = ctx };
  *   struct app_options o = { ..., .routes = &routes };   (agent/services.c)
  *
- * Calls come from job threads with the app network's lock held: keep them short,
- * and never call back into the app driver from them. Each returns 0 or a negative
- * errno and fills err (its message is logged by the job layer, not shown to users).
+ * Calls come from job threads (under the app's own lock, like every job of that
+ * app). verify runs without the app network's lock, so a slow resolver holds up
+ * nothing else; route_add and route_remove run with it held: keep them short (the
+ * HAProxy runtime API), and never call back into the app driver from any of them.
+ * Each returns 0 or a negative errno and fills err; a failed route_add or
+ * route_remove fails the job and leaves the exposure as it was.
+ *
+ * For the periodic re-checks: for every app of driver->inventory, driver->exposure_list
+ * gives its exposures; driver->exposure_verify(conn, app, exposure) runs one check
+ * and answers the Exposure after it (compare isDomainVerified before and after to
+ * emit exposure.verified). driver->address gives an app's private address for its
+ * managed hostname.
  */
 #pragma once
 

@@ -364,33 +364,24 @@ static void set_time(json_t *e, const char *key, int64_t ms)
 }
 
 /* The verifier's answer into e (and routes): the exposure's new fields. */
-static int verify_domain(struct app_net *n, struct app_net_member *m, json_t *e, struct na_error *err)
+static int apply_verdict(struct app_net *n, struct app_net_member *m, json_t *e, bool ok, const char *reason,
+                         struct na_error *err)
 {
         const char *host = json_string_value(json_object_get(e, "hostname"));
-        const char *target = json_string_value(json_object_get(e, "verificationTarget"));
         const char *eid = json_string_value(json_object_get(e, "id"));
-        bool was = json_is_true(json_object_get(e, "isDomainVerified")), ok = false;
-        char reason[512] = "";
-        struct na_error e2 = NA_ERROR_INIT;
-        int r = n->routes->verify(n->routes->userdata, host, target, &ok, reason, sizeof(reason), &e2);
-        if (r < 0) {
-                snprintf(reason, sizeof(reason), "%s", e2.message);
-                ok = was; /* the verifier failed, not the domain: nothing changes */
-                na_error_clear(&e2);
-        }
+        bool was = json_is_true(json_object_get(e, "isDomainVerified"));
         int64_t now = (int64_t)na_now_real_ms();
-        set_time(e, "lastCheckedAt", now);
         char addr[16];
         app_net_addr_str(m->addr, addr);
+        int r = 0;
         if (ok && !was && n->routes->route_add)
                 r = n->routes->route_add(n->routes->userdata, m->id, eid, host, addr,
                                          (uint16_t)json_integer_value(json_object_get(e, "containerPort")), err);
         else if (!ok && was)
                 r = unroute(n, m->id, e, err);
-        else
-                r = 0;
         if (r < 0)
                 return r;
+        set_time(e, "lastCheckedAt", now);
         json_object_set_new(e, "isDomainVerified", json_boolean(ok));
         if (ok && !was)
                 set_time(e, "verifiedAt", now);
@@ -399,33 +390,73 @@ static int verify_domain(struct app_net *n, struct app_net_member *m, json_t *e,
         return 0;
 }
 
+static int not_found(const char *app_id, const char *exposure_id, struct na_error *err)
+{
+        return na_error_set(err, ENOENT, NA_E_EXPOSURE_NOT_FOUND, "app %s: exposure %s: not found", app_id,
+                            exposure_id);
+}
+
+/*
+ * The DNS check runs without the lock (it may wait seconds for a resolver); the
+ * answer is applied under it to the exposure as it is then (gone meanwhile:
+ * EXPOSURE_NOT_FOUND).
+ */
 int app_net_exposure_verify(struct app_net *n, const char *app_id, const char *exposure_id, json_t **ret,
                             struct na_error *err)
 {
         pthread_mutex_lock(&n->lock);
         struct app_net_member *m = app_net_enabled(n) ? app_net_member_find(n, app_id) : NULL;
-        size_t idx = 0;
-        json_t *e = m ? find(m->exposures, exposure_id, &idx) : NULL;
-        int r = 0;
+        json_t *e = m ? find(m->exposures, exposure_id, NULL) : NULL;
         _cleanup_json_ json_t *copy = e ? json_deep_copy(e) : NULL;
+        bool domain = e && !app_net_exposure_is_port(e);
+        bool check = domain && n->routes && n->routes->verify;
+        pthread_mutex_unlock(&n->lock);
         if (!e)
-                r = na_error_set(err, ENOENT, NA_E_EXPOSURE_NOT_FOUND, "app %s: exposure %s: not found", app_id,
-                                 exposure_id);
-        else if (!copy)
+                return not_found(app_id, exposure_id, err);
+        if (!copy)
+                return na_error_sys(err, ENOMEM, "app %s: exposure %s", app_id, exposure_id);
+        if (!check) { /* a port, or no verifier here: unchanged */
+                if (domain)
+                        json_object_set_new(copy, "verificationError", json_string(NO_VERIFIER));
+                *ret = TAKE_PTR(copy);
+                return 0;
+        }
+
+        char reason[512] = "";
+        bool ok = false;
+        struct na_error e2 = NA_ERROR_INIT;
+        int r = n->routes->verify(n->routes->userdata, json_string_value(json_object_get(copy, "hostname")),
+                                  json_string_value(json_object_get(copy, "verificationTarget")), &ok, reason,
+                                  sizeof(reason), &e2);
+        bool verifier_failed = r < 0;
+        if (verifier_failed) {
+                snprintf(reason, sizeof(reason), "%s", e2.message);
+                na_error_clear(&e2);
+        }
+
+        pthread_mutex_lock(&n->lock);
+        size_t idx = 0;
+        m = app_net_member_find(n, app_id);
+        e = m ? find(m->exposures, exposure_id, &idx) : NULL;
+        json_decref(copy);
+        copy = e ? json_deep_copy(e) : NULL;
+        _cleanup_json_ json_t *list = m ? json_deep_copy(m->exposures) : NULL;
+        if (!e)
+                r = not_found(app_id, exposure_id, err);
+        else if (!copy || !list)
                 r = na_error_sys(err, ENOMEM, "exposure");
-        else if (!app_net_exposure_is_port(e) && (!n->routes || !n->routes->verify))
-                json_object_set_new(copy, "verificationError", json_string(NO_VERIFIER));
-        else if (!app_net_exposure_is_port(e)) {
-                _cleanup_json_ json_t *list = json_deep_copy(m->exposures);
-                r = list ? verify_domain(n, m, copy, err) : na_error_sys(err, ENOMEM, "exposure");
-                if (r >= 0)
-                        json_array_set(list, idx, copy);
-                if (r >= 0)
-                        r = save(n, m, list, err);
-                if (r >= 0) {
-                        json_decref(m->exposures);
-                        m->exposures = TAKE_PTR(list);
-                }
+        else {
+                if (verifier_failed) /* the verifier failed, not the domain: the state stays */
+                        ok = json_is_true(json_object_get(copy, "isDomainVerified"));
+                r = apply_verdict(n, m, copy, ok, reason, err);
+        }
+        if (r >= 0 && json_array_set(list, idx, copy) < 0)
+                r = na_error_sys(err, ENOMEM, "exposure");
+        if (r >= 0)
+                r = save(n, m, list, err);
+        if (r >= 0) {
+                json_decref(m->exposures);
+                m->exposures = TAKE_PTR(list);
         }
         pthread_mutex_unlock(&n->lock);
         if (r < 0)
