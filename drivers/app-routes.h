@@ -14,8 +14,9 @@
  * app). verify runs without the app network's lock, so a slow resolver holds up
  * nothing else; route_add and route_remove run with it held: keep them short (the
  * HAProxy runtime API), and never call back into the app driver from any of them.
- * Each returns 0 or a negative errno and fills err; a failed route_add or
- * route_remove fails the job and leaves the exposure as it was.
+ * Each returns 0 or a negative errno and fills err; app.exposure.verify still
+ * succeeds when route_add or route_remove fails: the exposure stays routed as it is,
+ * and verificationError carries the router's message.
  *
  * For the periodic re-checks: for every app of driver->inventory, driver->exposure_list
  * gives its exposures; driver->exposure_verify(conn, app, exposure) runs one check

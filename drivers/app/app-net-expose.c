@@ -364,8 +364,7 @@ static void set_time(json_t *e, const char *key, int64_t ms)
 }
 
 /* The verifier's answer into e (and routes): the exposure's new fields. */
-static int apply_verdict(struct app_net *n, struct app_net_member *m, json_t *e, bool ok, const char *reason,
-                         struct na_error *err)
+static void apply_verdict(struct app_net *n, struct app_net_member *m, json_t *e, bool ok, const char *reason)
 {
         const char *host = json_string_value(json_object_get(e, "hostname"));
         const char *eid = json_string_value(json_object_get(e, "id"));
@@ -373,21 +372,28 @@ static int apply_verdict(struct app_net *n, struct app_net_member *m, json_t *e,
         int64_t now = (int64_t)na_now_real_ms();
         char addr[16];
         app_net_addr_str(m->addr, addr);
-        int r = 0;
-        if (ok && !was && n->routes->route_add)
-                r = n->routes->route_add(n->routes->userdata, m->id, eid, host, addr,
-                                         (uint16_t)json_integer_value(json_object_get(e, "containerPort")), err);
-        else if (!ok && was)
-                r = unroute(n, m->id, e, err);
-        if (r < 0)
-                return r;
+        /* verify always succeeds: a router that fails leaves the exposure as routed as
+         * it is, with the router's reason. */
+        char why[600];
+        struct na_error re = NA_ERROR_INIT;
+        if (ok && !was && n->routes->route_add &&
+            n->routes->route_add(n->routes->userdata, m->id, eid, host, addr,
+                                 (uint16_t)json_integer_value(json_object_get(e, "containerPort")), &re) < 0) {
+                snprintf(why, sizeof(why), "the DNS points at us, but routing failed: %s", re.message);
+                ok = false;
+                reason = why;
+        } else if (!ok && was && unroute(n, m->id, e, &re) < 0) {
+                snprintf(why, sizeof(why), "%s; un-routing failed: %s", reason, re.message);
+                ok = true; /* still routed */
+                reason = why;
+        }
+        na_error_clear(&re);
         set_time(e, "lastCheckedAt", now);
         json_object_set_new(e, "isDomainVerified", json_boolean(ok));
         if (ok && !was)
                 set_time(e, "verifiedAt", now);
         json_object_set_new(e, "verificationError", ok && !reason[0] ? json_null() : json_string(reason));
         set_time(e, "updatedAt", now);
-        return 0;
 }
 
 static int not_found(const char *app_id, const char *exposure_id, struct na_error *err)
@@ -448,7 +454,7 @@ int app_net_exposure_verify(struct app_net *n, const char *app_id, const char *e
         else {
                 if (verifier_failed) /* the verifier failed, not the domain: the state stays */
                         ok = json_is_true(json_object_get(copy, "isDomainVerified"));
-                r = apply_verdict(n, m, copy, ok, reason, err);
+                apply_verdict(n, m, copy, ok, reason);
         }
         if (r >= 0 && json_array_set(list, idx, copy) < 0)
                 r = na_error_sys(err, ENOMEM, "exposure");

@@ -25,7 +25,7 @@
 #define EXP "0b9e7a52-8c1f-4d3e-9a4b-5c6d7e8f9a0b"
 
 struct fake {
-        bool answer;
+        bool answer, fail_add;
         int verified, added, removed;
         char host[256], target[256], addr[16];
         uint16_t port;
@@ -48,8 +48,10 @@ static int fake_verify(void *ud, const char *hostname, const char *target, bool 
 static int fake_add(void *ud, const char *app_id, const char *exposure_id, const char *hostname, const char *addr,
                     uint16_t port, struct na_error *err)
 {
-        (void)app_id, (void)exposure_id, (void)hostname, (void)err;
+        (void)app_id, (void)exposure_id, (void)hostname;
         struct fake *f = ud;
+        if (f->fail_add)
+                return na_error_set(err, EIO, NA_E_DRIVER, "haproxy: runtime API: connection refused");
         f->added++;
         snprintf(f->addr, sizeof(f->addr), "%s", addr);
         f->port = port;
@@ -119,6 +121,14 @@ static void test_hook(void **state)
         struct app_routes routes = { .userdata = &f, .verify = fake_verify, .route_add = fake_add,
                                      .route_remove = fake_remove };
         n = open_net(&routes);
+        /* A router that fails: verify still succeeds, not routed, the router's reason given. */
+        f.fail_add = true;
+        assert_int_equal(app_net_exposure_verify(n, APP, EXP, &e, &err), 0);
+        assert_true(json_is_false(json_object_get(e, "isDomainVerified")));
+        assert_non_null(strstr(json_string_value(json_object_get(e, "verificationError")), "routing failed"));
+        json_decref(e);
+        f.fail_add = false;
+        f.verified = 0;
         assert_int_equal(app_net_exposure_verify(n, APP, EXP, &e, &err), 0);
         assert_int_equal(f.verified, 1);
         assert_string_equal(f.host, "play.example.com");
