@@ -84,6 +84,7 @@ static const struct key_def keys[] = {
         { "apps", "tls_listen", K_LISTEN_ANY, OFF(apps_tls_listen), false, "0.0.0.0:443", 0, 0 },
         { "apps", "verify_pending_sec", K_UINT, OFF(apps_verify_pending_sec), false, "300", 10, 86400 },
         { "apps", "verify_routed_sec", K_UINT, OFF(apps_verify_routed_sec), false, "3600", 10, 604800 },
+        { "apps", "nft_table", K_STRING, OFF(apps_nft_table), false, "nodeagent_apps", 0, 0 },
 
         { "firewall", "enabled", K_BOOL, OFF(fw_enabled), false, "true", 0, 0 },
         { "firewall", "table", K_STRING, OFF(fw_table), false, "nodeagent", 0, 0 },
@@ -570,6 +571,16 @@ int config_load(const char *path, FILE *report, unsigned *problems, struct agent
                         ok &= isalnum((unsigned char)*p) || *p == '_' || *p == '-';
                 if (!ok)
                         PROBLEM(seen_line[tt], "table", "must be 1..32 letters, digits, '_' or '-'");
+        }
+        if (cfg->apps_nft_table) {
+                size_t at = (size_t)(key_find("apps", "nft_table") - keys);
+                bool ok = strlen(cfg->apps_nft_table) <= 32;
+                for (const char *p = cfg->apps_nft_table; *p; p++)
+                        ok &= isalnum((unsigned char)*p) || *p == '_' || *p == '-';
+                if (!ok)
+                        PROBLEM(seen_line[at], "nft_table", "must be 1..32 letters, digits, '_' or '-'");
+                else if (cfg->fw_table && strcmp(cfg->fw_table, cfg->apps_nft_table) == 0)
+                        PROBLEM(seen_line[at], "nft_table", "must differ from [firewall] table");
         }
 
         *ret = TAKE_PTR(cfg);

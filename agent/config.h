@@ -73,6 +73,7 @@ struct agent_config {
         char *apps_tls_listen;       /* "0.0.0.0:443" */
         int64_t apps_verify_pending_sec; /* pending domains checked again every (300) */
         int64_t apps_verify_routed_sec;  /* routed domains checked again every (3600) */
+        char *apps_nft_table;        /* the apps' own nft table (inet), "nodeagent_apps" */
 
         /* [firewall] */
         bool fw_enabled;

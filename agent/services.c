@@ -235,6 +235,12 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                 .on_cgroup = app_cgroup,
                 .userdata = s,
                 .backups_dir = cfg->apps_backups_dir,
+                .network = cfg->apps_network,
+                .public_address = cfg->apps_public_address,
+                .ports = cfg->apps_ports,
+                .resolver = cfg->apps_resolver,
+                .apps_domain = cfg->apps_apps_domain,
+                .net_table = cfg->apps_nft_table,
         };
         if (cfg->apps_crash_backoff_ms)
                 (void)config_parse_backoff(cfg->apps_crash_backoff_ms, o.crash_backoff_ms);

@@ -31,9 +31,11 @@
 #include "common/progress.h"
 #include "proto/app.h"
 #include "proto/app-backup.h"
+#include "proto/app-exposure.h"
 
 struct app_conn;
 struct app_fs; /* drivers/app/app-fs.h: the app's volume, every path kept beneath it */
+struct app_routes; /* drivers/app-routes.h: domain verification and routing */
 
 /* From the driver's thread: an event for the next report (type "app.state" or
  * "app.exited", data stolen). Must be thread-safe. */
@@ -66,6 +68,15 @@ struct app_options {
         app_cgroup_fn on_cgroup;
         void *userdata;
         const char *backups_dir;      /* [apps] backups_dir; NULL or "": <storage_dir>/backups */
+        /* App networks (issue 12; drivers/app/app-net.h). network NULL or "": each app
+         * gets an empty network namespace, as before. */
+        const char *network;          /* [apps] network, "10.88.0.0/16" */
+        const char *public_address;   /* [apps] public_address; NULL: every local address */
+        const char *ports;            /* [apps] ports, "20000-40000" */
+        const char *resolver;         /* [apps] resolver: apps' nameserver when the host's are loopback */
+        const char *apps_domain;      /* [apps] apps_domain; NULL: no domain exposures */
+        const char *net_table;        /* nft table of the apps; NULL: "nodeagent_apps" */
+        const struct app_routes *routes; /* domain verification and routing (drivers/app-routes.h); NULL: none */
 };
 
 struct app_driver {
@@ -151,6 +162,21 @@ struct app_driver {
          */
         int (*sftp_target)(struct app_conn *conn, const char *app_id, struct app_sftp_target *ret,
                            struct na_error *err);
+        /* App networks (issue 12). group_set: app.group.join (leave false) and
+         * app.group.leave (leave true: the app leaves group_id when it is in it, else nothing
+         * changes); *ret: App. The exposure functions answer Exposure objects (list: an array). */
+        int (*group_set)(struct app_conn *conn, const char *app_id, const char *group_id, bool leave, json_t **ret,
+                         struct na_error *err);
+        int (*exposure_add)(struct app_conn *conn, const char *app_id, const struct proto_exposure_add *p,
+                            json_t **ret, struct na_error *err);
+        int (*exposure_remove)(struct app_conn *conn, const char *app_id, const char *exposure_id,
+                               struct na_error *err);
+        int (*exposure_list)(struct app_conn *conn, const char *app_id, json_t **ret, struct na_error *err);
+        int (*exposure_verify)(struct app_conn *conn, const char *app_id, const char *exposure_id, json_t **ret,
+                               struct na_error *err);
+        /* The app's private address (dotted IPv4, into buf of 16): for routing its managed
+         * hostname. APP_NOT_FOUND for an unknown app; -ENOENT without app networks. */
+        int (*address)(struct app_conn *conn, const char *app_id, char buf[16], struct na_error *err);
 };
 
 extern const struct app_driver app_oci_driver;

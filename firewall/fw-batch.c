@@ -59,6 +59,7 @@ static void op_free(enum fw_op_kind kind, void *obj)
                 return;
         switch (kind) {
         case FW_OP_TABLE_ADD:
+        case FW_OP_TABLE_DEL:
                 nftnl_table_free(obj);
                 break;
         case FW_OP_CHAIN_ADD:
@@ -66,6 +67,7 @@ static void op_free(enum fw_op_kind kind, void *obj)
                 nftnl_chain_free(obj);
                 break;
         case FW_OP_SET_ADD:
+        case FW_OP_SET_DEL:
         case FW_OP_ELEM_ADD:
         case FW_OP_ELEM_DEL:
                 nftnl_set_free(obj);
@@ -167,6 +169,14 @@ static void op_message(const struct fw_op *op, char *at, uint32_t seq, uint16_t 
         case FW_OP_ELEM_DEL:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELSETELEM, NFPROTO_INET, ack, seq);
                 nftnl_set_elems_nlmsg_build_payload(nlh, op->obj);
+                break;
+        case FW_OP_TABLE_DEL:
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELTABLE, NFPROTO_INET, ack, seq);
+                nftnl_table_nlmsg_build_payload(nlh, op->obj);
+                break;
+        case FW_OP_SET_DEL:
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELSET, NFPROTO_INET, ack, seq);
+                nftnl_set_nlmsg_build_payload(nlh, op->obj);
                 break;
         case FW_OP_RULE_ADD:
         default:

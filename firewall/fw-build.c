@@ -35,191 +35,12 @@
 #define TYPE_IFNAME 41       /* nft datatype ids, for `nft list` */
 #define BYTEORDER_HOST 1
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct nftnl_rule *, nftnl_rule_free)
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct nftnl_udata_buf *, nftnl_udata_buf_free)
-
-/* ---- expressions ---- */
-
-struct rb {
-        struct nftnl_rule *r;
-        bool oom;
-};
-
-static struct nftnl_expr *expr_new(struct rb *rb, const char *name)
-{
-        struct nftnl_expr *e = nftnl_expr_alloc(name);
-        if (!e)
-                rb->oom = true;
-        return e;
-}
-
-static void expr_add(struct rb *rb, struct nftnl_expr *e)
-{
-        if (e)
-                nftnl_rule_add_expr(rb->r, e);
-}
-
-static void e_meta(struct rb *rb, uint32_t key)
-{
-        struct nftnl_expr *e = expr_new(rb, "meta");
-        if (!e)
-                return;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG_1);
-        expr_add(rb, e);
-}
-
-static void e_cmp(struct rb *rb, uint32_t op, const void *data, uint32_t len)
-{
-        struct nftnl_expr *e = expr_new(rb, "cmp");
-        if (!e)
-                return;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
-        if (nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, data, len) < 0)
-                rb->oom = true;
-        expr_add(rb, e);
-}
-
-static void e_cmp_u8(struct rb *rb, uint8_t v)
-{
-        e_cmp(rb, NFT_CMP_EQ, &v, 1);
-}
-
-static void e_payload(struct rb *rb, uint32_t base, uint32_t off, uint32_t len)
-{
-        struct nftnl_expr *e = expr_new(rb, "payload");
-        if (!e)
-                return;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, off);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
-        expr_add(rb, e);
-}
-
-static void e_bitwise(struct rb *rb, const uint8_t *mask, uint32_t len)
-{
-        static const uint8_t zero[16];
-        struct nftnl_expr *e = expr_new(rb, "bitwise");
-        if (!e)
-                return;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, len);
-        if (nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, mask, len) < 0 ||
-            nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, zero, len) < 0)
-                rb->oom = true;
-        expr_add(rb, e);
-}
-
-static void e_lookup(struct rb *rb, const char *set, uint32_t set_id, bool verdict_map)
-{
-        struct nftnl_expr *e = expr_new(rb, "lookup");
-        if (!e)
-                return;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
-        if (verdict_map)
-                nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
-        if (nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, set) < 0)
-                rb->oom = true;
-        if (set_id)
-                nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, set_id);
-        expr_add(rb, e);
-}
-
-static void e_counter(struct rb *rb)
-{
-        expr_add(rb, expr_new(rb, "counter"));
-}
-
-static void e_verdict(struct rb *rb, int verdict)
-{
-        struct nftnl_expr *e = expr_new(rb, "immediate");
-        if (!e)
-                return;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-        nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)verdict);
-        expr_add(rb, e);
-}
-
-static void e_reject(struct rb *rb, bool tcp)
-{
-        struct nftnl_expr *e = expr_new(rb, "reject");
-        if (!e)
-                return;
-        nftnl_expr_set_u32(e, NFTNL_EXPR_REJECT_TYPE, tcp ? NFT_REJECT_TCP_RST : NFT_REJECT_ICMPX_UNREACH);
-        nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, tcp ? 0 : NFT_REJECT_ICMPX_PORT_UNREACH);
-        expr_add(rb, e);
-}
-
-static void e_ct_established(struct rb *rb)
-{
-        struct nftnl_expr *e = expr_new(rb, "ct");
-        if (e) {
-                nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATE);
-                nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
-                expr_add(rb, e);
-        }
-        /* host byte order, as the kernel stores the state bits */
-        uint32_t mask = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED), zero = 0;
-        e_bitwise(rb, (const uint8_t *)&mask, sizeof(mask));
-        e_cmp(rb, NFT_CMP_NEQ, &zero, sizeof(zero));
-}
-
-/* ---- objects ---- */
-
-static struct nftnl_rule *rule_new(const char *table, const char *chain)
-{
-        struct nftnl_rule *r = nftnl_rule_alloc();
-        if (!r)
-                return NULL;
-        nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_INET);
-        if (nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table) < 0 || nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain) < 0) {
-                nftnl_rule_free(r);
-                return NULL;
-        }
-        return r;
-}
-
-static struct nftnl_chain *chain_new(const char *table, const char *name)
-{
-        struct nftnl_chain *c = nftnl_chain_alloc();
-        if (!c)
-                return NULL;
-        nftnl_chain_set_u32(c, NFTNL_CHAIN_FAMILY, NFPROTO_INET);
-        if (nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table) < 0 || nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name) < 0) {
-                nftnl_chain_free(c);
-                return NULL;
-        }
-        return c;
-}
-
-static struct nftnl_set *set_new(const char *table, const char *name)
-{
-        struct nftnl_set *s = nftnl_set_alloc();
-        if (!s)
-                return NULL;
-        nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
-        if (nftnl_set_set_str(s, NFTNL_SET_TABLE, table) < 0 || nftnl_set_set_str(s, NFTNL_SET_NAME, name) < 0) {
-                nftnl_set_free(s);
-                return NULL;
-        }
-        return s;
-}
-
-static int set_udata_byteorder(struct nftnl_set *s, uint32_t byteorder)
-{
-        _cleanup_(nftnl_udata_buf_freep) struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(64);
-        if (!u || !nftnl_udata_put_u32(u, NFTNL_UDATA_SET_KEYBYTEORDER, byteorder))
-                return -ENOMEM;
-        return nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(u), nftnl_udata_buf_len(u));
-}
+#include "firewall/fw-expr.h"
 
 /* A dispatch element: ifname (NUL-padded to IFNAMSIZ) -> jump chain. */
 static struct nftnl_set *map_elem(const char *table, const char *map, const char *ifname, const char *chain)
 {
-        struct nftnl_set *s = set_new(table, map);
+        struct nftnl_set *s = fw_set_new(table, map);
         struct nftnl_set_elem *e = s ? nftnl_set_elem_alloc() : NULL;
         if (!e) {
                 if (s)
@@ -239,7 +60,7 @@ static struct nftnl_set *map_elem(const char *table, const char *map, const char
 
 static int add_map(struct fw_batch *b, const char *name, struct na_error *err)
 {
-        struct nftnl_set *s = set_new(b->table, name);
+        struct nftnl_set *s = fw_set_new(b->table, name);
         if (s) {
                 nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
                 nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_IFNAME);
@@ -247,7 +68,7 @@ static int add_map(struct fw_batch *b, const char *name, struct na_error *err)
                 nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
                 nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, 0);
                 nftnl_set_set_u32(s, NFTNL_SET_ID, b->next_set_id++);
-                if (set_udata_byteorder(s, BYTEORDER_HOST) < 0) {
+                if (fw_set_udata_byteorder(s, BYTEORDER_HOST) < 0) {
                         nftnl_set_free(s);
                         s = NULL;
                 }
@@ -258,7 +79,7 @@ static int add_map(struct fw_batch *b, const char *name, struct na_error *err)
 static int add_base_chain(struct fw_batch *b, const char *name, int prio, const char *map, uint32_t meta_key,
                           struct na_error *err)
 {
-        struct nftnl_chain *c = chain_new(b->table, name);
+        struct nftnl_chain *c = fw_chain_new(b->table, name);
         if (c) {
                 nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, NF_INET_FORWARD);
                 nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
@@ -271,15 +92,15 @@ static int add_base_chain(struct fw_batch *b, const char *name, int prio, const 
         int r = fw_batch_add(b, FW_OP_CHAIN_ADD, c, err, "chain %s", name);
         if (r < 0)
                 return r;
-        r = fw_batch_add(b, FW_OP_CHAIN_FLUSH, rule_new(b->table, name), err, "flush of chain %s", name);
+        r = fw_batch_add(b, FW_OP_CHAIN_FLUSH, fw_rule_new(b->table, name), err, "flush of chain %s", name);
         if (r < 0)
                 return r;
 
         /* ct state established,related accept */
-        struct rb rb = { .r = rule_new(b->table, name) };
+        struct fw_rb rb = { .r = fw_rule_new(b->table, name) };
         if (rb.r) {
-                e_ct_established(&rb);
-                e_verdict(&rb, NF_ACCEPT);
+                fw_e_ct_established(&rb);
+                fw_e_verdict(&rb, NF_ACCEPT);
                 if (rb.oom) {
                         nftnl_rule_free(rb.r);
                         rb.r = NULL;
@@ -290,10 +111,10 @@ static int add_base_chain(struct fw_batch *b, const char *name, int prio, const 
                 return r;
 
         /* iifname/oifname vmap @map */
-        rb = (struct rb){ .r = rule_new(b->table, name) };
+        rb = (struct fw_rb){ .r = fw_rule_new(b->table, name) };
         if (rb.r) {
-                e_meta(&rb, meta_key);
-                e_lookup(&rb, map, 0, true);
+                fw_e_meta(&rb, meta_key);
+                fw_e_lookup(&rb, map, 0, true);
                 if (rb.oom) {
                         nftnl_rule_free(rb.r);
                         rb.r = NULL;
@@ -328,20 +149,20 @@ int fw_build_infra(struct fw_batch *b, struct na_error *err)
 static const uint8_t addr_offsets[2][2] = { { 12, 16 }, { 8, 24 } }; /* [v4|v6][source|destination] */
 
 /* As nft: a byte-aligned prefix loads just its bytes; any other loads the whole address and masks it. */
-static void match_addr(struct rb *rb, const struct fw_addr *a, int which)
+static void match_addr(struct fw_rb *rb, const struct fw_addr *a, int which)
 {
         if (!a->family || a->prefix == 0)
                 return;
         uint32_t alen = a->family == AF_INET ? 4 : 16;
         uint32_t nbytes = a->prefix % 8 ? alen : a->prefix / 8u;
-        e_payload(rb, NFT_PAYLOAD_NETWORK_HEADER, addr_offsets[a->family == AF_INET6][which], nbytes);
+        fw_e_payload(rb, NFT_PAYLOAD_NETWORK_HEADER, addr_offsets[a->family == AF_INET6][which], nbytes);
         if (a->prefix % 8) {
                 uint8_t mask[16] = { 0 };
                 memset(mask, 0xff, a->prefix / 8u);
                 mask[a->prefix / 8u] = (uint8_t)(0xff << (8 - a->prefix % 8));
-                e_bitwise(rb, mask, nbytes);
+                fw_e_bitwise(rb, mask, nbytes);
         }
-        e_cmp(rb, NFT_CMP_EQ, a->bytes, nbytes);
+        fw_e_cmp(rb, NFT_CMP_EQ, a->bytes, nbytes);
 }
 
 static int rule_udata(struct nftnl_rule *r, const struct fw_meta *m, const char *comment, size_t comment_len)
@@ -370,37 +191,37 @@ static int rule_udata(struct nftnl_rule *r, const struct fw_meta *m, const char 
 static int add_kernel_rule(struct fw_batch *b, const char *chain, const struct fw_rule *fr, int port, uint16_t position,
                            const char *what, struct na_error *err)
 {
-        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = rule_new(b->table, chain);
+        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = fw_rule_new(b->table, chain);
         if (!nr)
                 return na_error_sys(err, ENOMEM, "firewall: %s", what);
-        struct rb rb = { .r = nr };
+        struct fw_rb rb = { .r = nr };
         uint8_t family = fr->source.family ? fr->source.family : fr->destination.family;
         if (family) {
-                e_meta(&rb, NFT_META_NFPROTO);
-                e_cmp_u8(&rb, family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6);
+                fw_e_meta(&rb, NFT_META_NFPROTO);
+                fw_e_cmp_u8(&rb, family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6);
         }
         match_addr(&rb, &fr->source, 0);
         match_addr(&rb, &fr->destination, 1);
         static const uint8_t l4[] = { [FW_PROTO_TCP] = IPPROTO_TCP, [FW_PROTO_UDP] = IPPROTO_UDP,
                                       [FW_PROTO_ICMP] = IPPROTO_ICMP, [FW_PROTO_ICMPV6] = IPPROTO_ICMPV6 };
         if (fr->protocol != FW_PROTO_ALL) {
-                e_meta(&rb, NFT_META_L4PROTO);
-                e_cmp_u8(&rb, l4[fr->protocol]);
+                fw_e_meta(&rb, NFT_META_L4PROTO);
+                fw_e_cmp_u8(&rb, l4[fr->protocol]);
         }
         uint16_t lo = htons(port >= 0 ? (uint16_t)port : fr->port.v[0]), hi = htons(fr->port.v[1]);
         if (fr->port.kind != FW_PORT_ANY)
-                e_payload(&rb, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+                fw_e_payload(&rb, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
         if (fr->port.kind == FW_PORT_RANGE) {
-                e_cmp(&rb, NFT_CMP_GTE, &lo, 2);
-                e_cmp(&rb, NFT_CMP_LTE, &hi, 2);
+                fw_e_cmp(&rb, NFT_CMP_GTE, &lo, 2);
+                fw_e_cmp(&rb, NFT_CMP_LTE, &hi, 2);
         } else if (fr->port.kind != FW_PORT_ANY)
-                e_cmp(&rb, NFT_CMP_EQ, &lo, 2);
-        e_counter(&rb);
+                fw_e_cmp(&rb, NFT_CMP_EQ, &lo, 2);
+        fw_e_counter(&rb);
         if (fr->enabled) {
                 if (fr->action == FW_ACTION_REJECT)
-                        e_reject(&rb, fr->protocol == FW_PROTO_TCP);
+                        fw_e_reject(&rb, fr->protocol == FW_PROTO_TCP);
                 else
-                        e_verdict(&rb, fr->action == FW_ACTION_ALLOW ? NF_ACCEPT : NF_DROP);
+                        fw_e_verdict(&rb, fr->action == FW_ACTION_ALLOW ? NF_ACCEPT : NF_DROP);
         }
         size_t head = fw_comment_head_len(fr->comment);
         struct fw_meta m = { .kind = FW_META_RULE, .action = fr->action, .id = fr->id, .position = position };
@@ -429,7 +250,7 @@ static int add_rule(struct fw_batch *b, const char *ifname, const struct fw_rule
         if (!fr->comment[head])
                 return 0;
         /* the comment's end: a rule without expressions right after (nft shows it as a lone comment) */
-        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = rule_new(b->table, chain);
+        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = fw_rule_new(b->table, chain);
         struct fw_meta m = { .kind = FW_META_TAIL, .action = fr->action, .id = fr->id, .position = position };
         if (!nr || rule_udata(nr, &m, fr->comment + head, strlen(fr->comment + head)) < 0)
                 return na_error_sys(err, ENOMEM, "firewall: %s", what);
@@ -441,15 +262,15 @@ static int add_policy(struct fw_batch *b, const char *ifname, enum fw_direction 
 {
         char chain[FW_NAME_MAX];
         fw_chain_name(ifname, dir, chain);
-        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = rule_new(b->table, chain);
+        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = fw_rule_new(b->table, chain);
         if (!nr)
                 return na_error_sys(err, ENOMEM, "firewall: %s policy", proto_fw_directions[dir]);
-        struct rb rb = { .r = nr };
-        e_counter(&rb);
+        struct fw_rb rb = { .r = nr };
+        fw_e_counter(&rb);
         if (policy == FW_ACTION_REJECT)
-                e_reject(&rb, false);
+                fw_e_reject(&rb, false);
         else
-                e_verdict(&rb, policy == FW_ACTION_ALLOW ? NF_ACCEPT : NF_DROP);
+                fw_e_verdict(&rb, policy == FW_ACTION_ALLOW ? NF_ACCEPT : NF_DROP);
         struct fw_meta m = { .kind = FW_META_POLICY, .flags = FW_META_ENABLED, .action = policy };
         if (rb.oom || rule_udata(nr, &m, "", 0) < 0)
                 return na_error_sys(err, ENOMEM, "firewall: %s policy", proto_fw_directions[dir]);
@@ -493,7 +314,7 @@ static int add_server_chains(struct fw_batch *b, const char *ifname, const char 
         for (int dir = FW_INBOUND; dir <= FW_OUTBOUND; dir++) {
                 char chain[FW_NAME_MAX];
                 fw_chain_name(ifname, (enum fw_direction)dir, chain);
-                struct nftnl_chain *c = chain_new(b->table, chain);
+                struct nftnl_chain *c = fw_chain_new(b->table, chain);
                 if (c && vps_id && chain_comment(c, vps_id) < 0) {
                         nftnl_chain_free(c);
                         c = NULL;
@@ -501,7 +322,7 @@ static int add_server_chains(struct fw_batch *b, const char *ifname, const char 
                 int r = fw_batch_add(b, FW_OP_CHAIN_ADD, c, err, "chain %s", chain);
                 if (r < 0)
                         return r;
-                r = fw_batch_add(b, FW_OP_CHAIN_FLUSH, rule_new(b->table, chain), err, "flush of chain %s", chain);
+                r = fw_batch_add(b, FW_OP_CHAIN_FLUSH, fw_rule_new(b->table, chain), err, "flush of chain %s", chain);
                 if (r < 0)
                         return r;
         }
@@ -540,7 +361,7 @@ int fw_build_remove(struct fw_batch *b, const char *ifname, struct na_error *err
                 return r;
         for (int dir = FW_INBOUND; dir <= FW_OUTBOUND; dir++) {
                 fw_chain_name(ifname, (enum fw_direction)dir, name);
-                r = fw_batch_add(b, FW_OP_CHAIN_DEL, chain_new(b->table, name), err, "deletion of chain %s", name);
+                r = fw_batch_add(b, FW_OP_CHAIN_DEL, fw_chain_new(b->table, name), err, "deletion of chain %s", name);
                 if (r < 0)
                         return r;
         }

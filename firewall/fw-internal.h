@@ -75,6 +75,8 @@ enum fw_op_kind {
         FW_OP_ELEM_ADD,
         FW_OP_ELEM_DEL,
         FW_OP_RULE_ADD,
+        FW_OP_TABLE_DEL, /* obj: nftnl_table */
+        FW_OP_SET_DEL,   /* obj: nftnl_set */
 };
 
 struct fw_op {

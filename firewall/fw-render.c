@@ -33,6 +33,14 @@ static void hex(FILE *f, const void *data, uint32_t len)
                 fprintf(f, "%02x", p[i]);
 }
 
+static const char *hook_name(uint32_t h)
+{
+        static const char *const names[] = { [NF_INET_PRE_ROUTING] = "prerouting", [NF_INET_LOCAL_IN] = "input",
+                                             [NF_INET_FORWARD] = "forward", [NF_INET_LOCAL_OUT] = "output",
+                                             [NF_INET_POST_ROUTING] = "postrouting" };
+        return h < ARRAY_SIZE(names) && names[h] ? names[h] : "?";
+}
+
 static const char *meta_key(uint32_t k)
 {
         switch (k) {
@@ -121,14 +129,30 @@ static void render_expr(FILE *f, const struct nftnl_expr *e)
                 fprintf(f, "objref counter %s", nftnl_expr_get_str(e, NFTNL_EXPR_OBJREF_IMM_NAME));
         else if (streq(name, "counter"))
                 fputs("counter", f);
+        else if (streq(name, "immediate") && nftnl_expr_is_set(e, NFTNL_EXPR_IMM_DATA)) {
+                const void *d = nftnl_expr_get(e, NFTNL_EXPR_IMM_DATA, &len);
+                fprintf(f, "immediate reg %u ", eu32(e, NFTNL_EXPR_IMM_DREG));
+                hex(f, d, len);
+        } else if (streq(name, "immediate") && nftnl_expr_is_set(e, NFTNL_EXPR_IMM_CHAIN))
+                fprintf(f, "immediate %s %s", verdict_name((int32_t)eu32(e, NFTNL_EXPR_IMM_VERDICT)),
+                        nftnl_expr_get_str(e, NFTNL_EXPR_IMM_CHAIN));
         else if (streq(name, "immediate"))
                 fprintf(f, "immediate %s", verdict_name((int32_t)eu32(e, NFTNL_EXPR_IMM_VERDICT)));
+        else if (streq(name, "nat"))
+                fprintf(f, "nat %s ip addr reg %u port reg %u", eu32(e, NFTNL_EXPR_NAT_TYPE) == NFT_NAT_DNAT ? "dnat" : "snat",
+                        eu32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN),
+                        nftnl_expr_is_set(e, NFTNL_EXPR_NAT_REG_PROTO_MIN) ? eu32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN) : 0);
+        else if (streq(name, "fib"))
+                fprintf(f, "fib flags 0x%x result %u => reg %u", eu32(e, NFTNL_EXPR_FIB_FLAGS),
+                        eu32(e, NFTNL_EXPR_FIB_RESULT), eu32(e, NFTNL_EXPR_FIB_DREG));
         else if (streq(name, "reject"))
                 fprintf(f, "reject type %u code %u", eu32(e, NFTNL_EXPR_REJECT_TYPE),
                         (nftnl_expr_is_set(e, NFTNL_EXPR_REJECT_CODE) ? nftnl_expr_get_u8(e, NFTNL_EXPR_REJECT_CODE) : 0));
         else if (streq(name, "ct"))
                 fprintf(f, "ct load %s => reg %u",
-                        eu32(e, NFTNL_EXPR_CT_KEY) == NFT_CT_STATE ? "state" : "?",
+                        eu32(e, NFTNL_EXPR_CT_KEY) == NFT_CT_STATE    ? "state"
+                        : eu32(e, NFTNL_EXPR_CT_KEY) == NFT_CT_STATUS ? "status"
+                                                                       : "?",
                         eu32(e, NFTNL_EXPR_CT_DREG));
         else
                 fprintf(f, "%s", name);
@@ -182,7 +206,7 @@ static void render_chain(FILE *f, const char *verb, struct nftnl_chain *c)
         fprintf(f, "%s inet %s %s", verb, nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE), nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
         if (nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM))
                 fprintf(f, " { type %s hook %s priority %d policy %s }", nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE),
-                        nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM) == NF_INET_FORWARD ? "forward" : "?",
+                        hook_name(nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM)),
                         nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO),
                         verdict_name((int32_t)nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY)));
         uint32_t ulen = 0;
@@ -264,6 +288,13 @@ int fw_batch_render(const struct fw_batch *b, char **ret_text, struct na_error *
                         break;
                 case FW_OP_RULE_ADD:
                         render_rule(f, "add rule", op->obj);
+                        break;
+                case FW_OP_TABLE_DEL:
+                        fprintf(f, "delete table inet %s\n", nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
+                        break;
+                case FW_OP_SET_DEL:
+                        fprintf(f, "delete set inet %s %s\n", nftnl_set_get_str(op->obj, NFTNL_SET_TABLE),
+                                nftnl_set_get_str(op->obj, NFTNL_SET_NAME));
                         break;
                 }
         }

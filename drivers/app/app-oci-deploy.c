@@ -17,6 +17,7 @@
 #include "drivers/app/app-ids.h"
 #include "drivers/app/app-image.h"
 #include "drivers/app/app-oci-internal.h"
+#include "drivers/app/app-net.h"
 #include "drivers/app/app-rootfs.h"
 #include "drivers/app/app-volume.h"
 
@@ -95,6 +96,8 @@ static int remove_files(struct app_conn *c, const char *id, const char *dir, str
                 r = app_volume_remove(img, disk, err);
         if (r >= 0)
                 r = app_ids_free(c->storage_dir, id, err);
+        if (r >= 0)
+                r = app_net_forget(c->net, id, err); /* exposures, rules, namespace, link, address */
         if (r < 0)
                 return r;
         int dfd = open(c->apps_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -168,6 +171,8 @@ int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_de
                 a->created_ms = a->updated_ms = (int64_t)na_now_real_ms();
                 r = app_meta_save(a, err); /* from here on the app exists */
         }
+        if (r >= 0)
+                r = app_net_register(c->net, id, a->deploy->hostname, a->deploy->group_id, err);
         if (r >= 0 && !(*ret = app_record_json(a)))
                 r = na_error_sys(err, ENOMEM, "app %s", id);
         if (r < 0) {

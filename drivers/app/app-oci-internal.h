@@ -79,6 +79,8 @@ struct app_conn {
         int epfd, wakefd;
         bool quit;
         bool resumed;
+
+        struct app_net *net; /* app-net.h: namespaces, addresses, groups, exposures */
 };
 
 /* app-oci.c */
@@ -124,6 +126,18 @@ void app_watch_stop(struct app_conn *c);
 void app_watch_attach(struct app_conn *c, struct app *a);   /* after a start or at resume */
 void app_watch_detach(struct app_conn *c, struct app *a);
 void app_watch_wake(struct app_conn *c);
+
+/* app-oci-net.c: the table's group and exposure functions */
+int app_oci_group_set(struct app_conn *c, const char *id, const char *group_id, bool leave, json_t **ret,
+                      struct na_error *err);
+int app_oci_exposure_add(struct app_conn *c, const char *id, const struct proto_exposure_add *p, json_t **ret,
+                         struct na_error *err);
+int app_oci_exposure_remove(struct app_conn *c, const char *id, const char *exposure_id, struct na_error *err);
+int app_oci_exposure_list(struct app_conn *c, const char *id, json_t **ret, struct na_error *err);
+int app_oci_exposure_verify(struct app_conn *c, const char *id, const char *exposure_id, json_t **ret,
+                            struct na_error *err);
+int app_oci_net_open(struct app_conn *c, struct na_error *err);
+int app_oci_address(struct app_conn *c, const char *id, char buf[16], struct na_error *err);
 
 /* app-oci-deploy.c, app-oci-images.c */
 int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_deploy *d,

@@ -21,6 +21,7 @@
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "drivers/app/app-oci-internal.h"
+#include "drivers/app/app-net.h"
 #include "drivers/app/app-fs.h"
 #include "drivers/app/app-oci-spec.h"
 #include "drivers/app/app-ring.h"
@@ -100,7 +101,8 @@ static char **image_argv(const struct app_image *img)
         return out;
 }
 
-static int write_bundle(struct app_conn *c, struct app *a, struct na_error *err)
+static int write_bundle(struct app_conn *c, struct app *a, const char *netns, const char *net_dir,
+                        struct na_error *err)
 {
         const struct proto_app_deploy *d = a->deploy;
         struct app_image img = { 0 };
@@ -139,6 +141,8 @@ static int write_bundle(struct app_conn *c, struct app *a, struct na_error *err)
                 .memory_mb = (uint64_t)d->plan.memory_mb,
                 .pids = d->plan.pids,
                 .cgroup_path = cgroup,
+                .netns_path = netns && *netns ? netns : NULL,
+                .net_dir = net_dir && *net_dir ? net_dir : NULL,
         };
         _cleanup_json_ json_t *cfg = NULL;
         r = app_oci_config(&in, &cfg, err);
@@ -157,9 +161,18 @@ int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct n
         char cid[64], bundle[4200];
         app_container_id(a->id, cid, sizeof(cid));
         path_in(a, "bundle", bundle, sizeof(bundle));
+        char netns[4200], net_dir[4200], rootfs[4200];
+        path_in(a, "rootfs", rootfs, sizeof(rootfs));
         int r = app_ensure_mounts(c, a, err);
+        /* Its network: registered again (an app deployed before networks came gets its
+         * address now), then namespace, link, hosts files; all idempotent. */
         if (r >= 0)
-                r = write_bundle(c, a, err);
+                r = app_net_register(c->net, a->id, a->deploy->hostname, a->deploy->group_id, err);
+        if (r >= 0)
+                r = app_net_prepare(c->net, a->id, rootfs, a->uid_base, netns, sizeof(netns), net_dir,
+                                    sizeof(net_dir), err);
+        if (r >= 0)
+                r = write_bundle(c, a, netns, net_dir, err);
         if (r < 0)
                 return r;
         struct na_error e = NA_ERROR_INIT;

@@ -96,6 +96,8 @@ static int check(const struct app_oci_input *in, struct na_error *err)
                 return BAD("app %s: oci config: pids above %d", in->id, MAX_PIDS);
         if (!app_path_clean(in->cgroup_path) || streq(in->cgroup_path, "/"))
                 return BAD("app %s: oci config: cgroup path must be a clean absolute path", in->id);
+        if (in->net_dir && !app_path_clean(in->net_dir))
+                return BAD("app %s: oci config: network directory must be a clean absolute path", in->id);
         if (in->netns_path && !app_path_clean(in->netns_path))
                 return BAD("app %s: oci config: netns path must be a clean absolute path", in->id);
         return 0;
@@ -139,6 +141,15 @@ static json_t *mounts(const struct app_oci_input *in)
                 mount_entry("/sys", "sysfs", "sysfs", json_pack("[s,s,s,s]", "nosuid", "noexec", "nodev", "ro")),
                 mount_entry("/sys/fs/cgroup", "cgroup", "cgroup",
                             json_pack("[s,s,s,s,s]", "nosuid", "noexec", "nodev", "relatime", "ro")));
+        if (m && in->net_dir) {
+                json_t *v = json_pack("{s:s, s:s, s:s, s:[s,s,s,s,s]}", "destination", "/run/nodeagent", "type",
+                                      "bind", "source", in->net_dir, "options", "bind", "ro", "nosuid", "nodev",
+                                      "noexec");
+                if (!v || json_array_append_new(m, v) < 0) {
+                        json_decref(m);
+                        return NULL;
+                }
+        }
         if (m && in->volume_src) {
                 json_t *v = json_pack("{s:s, s:s, s:s, s:[s,s,s,s]}", "destination", dst, "type", "bind", "source",
                                       in->volume_src, "options", "rbind", "nosuid", "nodev", "rw");

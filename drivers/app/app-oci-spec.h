@@ -59,6 +59,8 @@ struct app_oci_input {
         int64_t pids;                        /* <= 0: APP_OCI_DEFAULT_PIDS */
         const char *cgroup_path;             /* e.g. "/nodeagent/app-<id>" */
         const char *netns_path;              /* NULL: a new, empty network namespace */
+        const char *net_dir;                 /* hosts and resolv.conf, bind-mounted read-only at /run/nodeagent
+                                                (app-net.h); NULL: none */
 };
 
 /*

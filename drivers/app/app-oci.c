@@ -14,6 +14,7 @@
 #include "common/fileio.h"
 #include "common/uuid.h"
 #include "drivers/app/app-oci-internal.h"
+#include "drivers/app/app-net.h"
 
 void app_cgroup_path(const char *id, char *buf, size_t len)
 {
@@ -169,6 +170,7 @@ static void app_oci_close(struct app_conn *c)
                 c->apps = a->next;
                 app_free(a);
         }
+        app_net_close(c->net);
         pthread_mutex_destroy(&c->lock);
         free(c);
 }
@@ -258,6 +260,8 @@ static int app_oci_open(const struct app_options *o, struct app_conn **ret, stru
         if (r >= 0)
                 r = load_apps(c, err);
         if (r >= 0)
+                r = app_oci_net_open(c, err);
+        if (r >= 0)
                 r = app_watch_start(c, err);
         if (r < 0) {
                 app_oci_close(c);
@@ -327,4 +331,10 @@ const struct app_driver app_oci_driver = {
         .backup_tmpfile = app_oci_backup_tmpfile,
         .backup_adopt = app_oci_backup_adopt,
         .sftp_target = app_oci_sftp_target,
+        .group_set = app_oci_group_set,
+        .exposure_add = app_oci_exposure_add,
+        .exposure_remove = app_oci_exposure_remove,
+        .exposure_list = app_oci_exposure_list,
+        .exposure_verify = app_oci_exposure_verify,
+        .address = app_oci_address,
 };
