@@ -10,6 +10,7 @@ extern job_kind_list metrics_job_kinds;
 extern job_kind_list fw_job_kinds;
 extern job_kind_list app_job_kinds;
 extern job_kind_list app_files_job_kinds;
+extern job_kind_list console_job_kinds;
 
 static const struct job_kind *const *const lists[] = {
         node_job_kinds,
@@ -18,6 +19,7 @@ static const struct job_kind *const *const lists[] = {
         fw_job_kinds,
         app_job_kinds,
         app_files_job_kinds,
+        console_job_kinds,
 };
 
 #ifdef NA_TEST_HOOKS

@@ -18,6 +18,7 @@ struct app_conn;
 struct fw;
 struct metrics;
 struct collector;
+struct consoles;
 
 struct agent_services {
         const struct agent_config *config;
@@ -44,6 +45,8 @@ struct agent_services {
         void *agent; /* the daemon behind emit_event */
 
         struct collector *collector; /* agent/collector.h: the metrics thread */
+
+        struct consoles *consoles; /* agent/consoles.h: live console sessions; set by the daemon after the loop */
 };
 
 /*

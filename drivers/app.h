@@ -105,6 +105,15 @@ struct app_driver {
                           json_t **ret, struct na_error *err);
         int (*image_list)(struct app_conn *conn, json_t **ret, struct na_error *err);
         int (*image_delete)(struct app_conn *conn, const struct proto_image_ref *ref, struct na_error *err);
+
+        /*
+         * Live consoles (agent/console-app.c): a new non-blocking, close-on-exec
+         * connection to the running app's monitor (drivers/app/app-monitor.h wire
+         * format: O<seq> when output grows, X at the end; L<text> sends a console
+         * line). INVALID_STATE (details.state) when the app does not run; may be NULL
+         * in a driver without consoles.
+         */
+        int (*console_attach)(struct app_conn *conn, const char *app_id, int *ret_fd, struct na_error *err);
 };
 
 extern const struct app_driver app_oci_driver;

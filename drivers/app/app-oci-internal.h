@@ -133,3 +133,6 @@ int app_oci_image_delete(struct app_conn *c, const struct proto_image_ref *ref, 
 /* Resolve the image (pulling it when the store lacks it and a registry is set) and unpack it. */
 int app_oci_image_ready(struct app_conn *c, const struct proto_image_ref *ref, const struct na_progress *progress,
                         struct app_image *ret_img, char **ret_rootfs, struct na_error *err);
+
+/* app-oci-console.c: a live console's connection to the app's monitor. */
+int app_oci_console_attach(struct app_conn *c, const char *id, int *ret_fd, struct na_error *err);

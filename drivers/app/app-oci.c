@@ -309,4 +309,5 @@ const struct app_driver app_oci_driver = {
         .image_pull = app_oci_image_pull,
         .image_list = app_oci_image_list,
         .image_delete = app_oci_image_delete,
+        .console_attach = app_oci_console_attach,
 };
