@@ -27,69 +27,161 @@
 #define APP_READ_LIMIT 1000
 #define APP_READ_ROUNDS 8 /* per loop turn; more output waits for the next turn */
 #define APP_POLL_MS 300
+#define APP_PENDING_MAX 64 /* console lines sent to the monitor and not yet answered */
 
-static void attach(struct console_session *s);
+/*
+ * One per app with open consoles, shared by its sessions: one connection to the
+ * monitor (which serves few connections), one reader of the ring, the lines fanned
+ * out to every session from the seq that session has not seen yet.
+ */
+struct app_follower {
+        struct app_follower *next;
+        struct consoles *c;
+        char app_id[80];
+        int mon_fd;
+        int64_t next_seq;
+        struct loop_timer *timer;
+        struct console_session **subs;
+        size_t nsubs, cap;
+        /* who sent the console lines not answered yet (K or E come in order) */
+        char pending[APP_PENDING_MAX][PROTO_CONSOLE_SESSION_MAX + 1];
+        unsigned pending_head, pending_n;
+};
 
-static const struct agent_services *svc(struct console_session *s)
+static void attach(struct app_follower *f);
+
+static const struct agent_services *svc(struct app_follower *f)
 {
-        return s->c->opt.services;
+        return f->c->opt.services;
 }
 
-/* Send the lines of one app.output answer; false when the app is gone. */
-static int send_lines(struct console_session *s, json_t *out)
+/* Send the lines of one app.output answer to s, from its next_seq on. */
+static size_t send_lines(struct console_session *s, json_t *lines)
 {
-        json_t *lines = json_object_get(out, "lines"), *line;
+        json_t *line;
         size_t i;
         json_array_foreach(lines, i, line)
         {
+                int64_t seq = json_integer_value(json_object_get(line, "seq"));
+                if (seq < s->next_seq)
+                        continue;
                 _cleanup_free_ char *t = json_dumps(line, JSON_COMPACT);
                 if (t)
                         console_send(s, WS_TEXT, t, strlen(t));
-                s->last_seq = json_integer_value(json_object_get(line, "seq"));
+                s->last_seq = seq;
+                s->next_seq = seq + 1;
         }
-        json_t *next = json_object_get(out, "nextSeq");
-        if (json_is_integer(next))
-                s->next_seq = json_integer_value(next);
-        return (int)json_array_size(lines);
+        return json_array_size(lines);
 }
 
-/* Read what the ring holds beyond next_seq. < 0: the session ended. */
-static int read_ring(struct console_session *s)
+/* Each line once as text, to every session that has not seen it. */
+static void fan_out(struct app_follower *f, json_t *lines)
 {
-        const struct agent_services *sv = svc(s);
+        json_t *line;
+        size_t i;
+        json_array_foreach(lines, i, line)
+        {
+                int64_t seq = json_integer_value(json_object_get(line, "seq"));
+                _cleanup_free_ char *t = NULL;
+                for (size_t k = 0; k < f->nsubs; k++) {
+                        struct console_session *s = f->subs[k];
+                        if (seq < s->next_seq)
+                                continue;
+                        if (!t && !(t = json_dumps(line, JSON_COMPACT)))
+                                return;
+                        console_send(s, WS_TEXT, t, strlen(t));
+                        s->last_seq = seq;
+                        s->next_seq = seq + 1;
+                }
+        }
+}
+
+/* End every session of f: each unsubscribes as it ends, and the last frees f. */
+static void end_all(struct app_follower *f, const char *reason)
+{
+        while (f->nsubs) {
+                bool last = f->nsubs == 1;
+                console_end(f->subs[0], 1000, reason); /* console_app_stop() takes it out */
+                if (last)
+                        return;
+        }
+}
+
+/* Read what the ring holds beyond f->next_seq and fan it out. < 0: the app is gone
+ * (every session ended; f may be freed). */
+static int read_ring(struct app_follower *f)
+{
+        const struct agent_services *sv = svc(f);
         for (int round = 0; round < APP_READ_ROUNDS; round++) {
                 struct na_error err = NA_ERROR_INIT;
                 _cleanup_json_ json_t *out = NULL;
-                int r = sv->app->output(sv->app_conn, s->target_id, s->next_seq, APP_READ_LIMIT, &out, &err);
+                int r = sv->app->output(sv->app_conn, f->app_id, f->next_seq, APP_READ_LIMIT, &out, &err);
                 if (r < 0) {
                         bool gone = err.code && streq(err.code, NA_E_APP_NOT_FOUND);
-                        log_debug("console %s: app %s: %s", s->id, s->target_id, err.message);
+                        log_debug("consoles of app %s: %s", f->app_id, err.message);
                         na_error_clear(&err);
                         if (gone) {
-                                console_end(s, 1000, "target-deleted");
+                                end_all(f, "target-deleted");
                                 return -1;
                         }
                         return 0;
                 }
-                if (send_lines(s, out) < APP_READ_LIMIT)
+                json_t *lines = json_object_get(out, "lines");
+                int64_t first = json_integer_value(json_object_get(json_array_get(lines, 0), "seq"));
+                if (json_array_size(lines) && first > f->next_seq)
+                        for (size_t i = 0; i < f->nsubs; i++) {
+                                struct console_session *s = f->subs[i];
+                                if (s->next_seq >= first)
+                                        continue;
+                                uint64_t lost = (uint64_t)(first - (s->next_seq > f->next_seq ? s->next_seq : f->next_seq));
+                                s->dropped += lost;
+                                console_system(s, "console: %llu line(s) of output went by before they could be read",
+                                               (unsigned long long)lost);
+                        }
+                fan_out(f, lines);
+                json_t *next = json_object_get(out, "nextSeq");
+                if (json_is_integer(next))
+                        f->next_seq = json_integer_value(next);
+                if (json_array_size(lines) < APP_READ_LIMIT)
                         return 0;
         }
-        loop_timer_arm_ms(s->app_timer, 0); /* more waits: let the loop breathe */
+        loop_timer_arm_ms(f->timer, 0); /* more waits: let the loop breathe */
         return 0;
 }
 
-static void detach(struct console_session *s)
+static void detach(struct app_follower *f)
 {
-        if (s->mon_fd < 0)
+        if (f->mon_fd < 0)
                 return;
-        loop_unwatch(s->c->opt.loop, s->mon_fd);
-        close(s->mon_fd);
-        s->mon_fd = -1;
+        loop_unwatch(f->c->opt.loop, f->mon_fd);
+        close(f->mon_fd);
+        f->mon_fd = -1;
+        f->pending_n = 0;
+}
+
+static struct console_session *sub_find(struct app_follower *f, const char *id)
+{
+        for (size_t i = 0; i < f->nsubs; i++)
+                if (streq(f->subs[i]->id, id))
+                        return f->subs[i];
+        return NULL;
+}
+
+static void answered(struct app_follower *f, const char *refusal)
+{
+        if (!f->pending_n)
+                return;
+        const char *id = f->pending[f->pending_head];
+        struct console_session *s = refusal ? sub_find(f, id) : NULL;
+        if (s)
+                console_system(s, "console: line refused: %s", refusal);
+        f->pending_head = (f->pending_head + 1) % APP_PENDING_MAX;
+        f->pending_n--;
 }
 
 static void on_monitor(void *userdata, int fd, uint32_t revents)
 {
-        struct console_session *s = userdata;
+        struct app_follower *f = userdata;
         bool output = false, gone = false;
         char buf[512];
         for (;;) {
@@ -108,87 +200,142 @@ static void on_monitor(void *userdata, int fd, uint32_t revents)
                 }
                 if (m.type == APP_MONITOR_MSG_OUTPUT)
                         output = true;
+                else if (m.type == APP_MONITOR_MSG_ACK)
+                        answered(f, NULL);
                 else if (m.type == APP_MONITOR_MSG_REFUSED)
-                        console_system(s, "console: line refused: %s", m.reason);
+                        answered(f, m.reason);
                 else if (m.type == APP_MONITOR_MSG_EXIT)
                         output = gone = true;
         }
         if (!gone && (revents & (EPOLLHUP | EPOLLERR)))
                 gone = true;
         if (output || gone)
-                if (read_ring(s) < 0)
+                if (read_ring(f) < 0)
                         return;
         if (gone) {
-                detach(s);
-                loop_timer_arm_ms(s->app_timer, APP_POLL_MS);
+                detach(f);
+                loop_timer_arm_ms(f->timer, APP_POLL_MS);
         }
 }
 
-static void attach(struct console_session *s)
+static void attach(struct app_follower *f)
 {
-        const struct agent_services *sv = svc(s);
+        const struct agent_services *sv = svc(f);
         struct na_error err = NA_ERROR_INIT;
         int fd = -1;
-        int r = sv->app->console_attach(sv->app_conn, s->target_id, &fd, &err);
+        int r = sv->app->console_attach(sv->app_conn, f->app_id, &fd, &err);
         if (r < 0) {
                 bool gone = err.code && streq(err.code, NA_E_APP_NOT_FOUND);
                 na_error_clear(&err);
                 if (gone)
-                        console_end(s, 1000, "target-deleted");
+                        end_all(f, "target-deleted");
                 else
-                        loop_timer_arm_ms(s->app_timer, APP_POLL_MS);
+                        loop_timer_arm_ms(f->timer, APP_POLL_MS);
                 return;
         }
-        if (loop_watch(s->c->opt.loop, fd, EPOLLIN, on_monitor, s, &err) < 0) {
-                log_warn("console %s: %s", s->id, err.message);
+        if (loop_watch(f->c->opt.loop, fd, EPOLLIN, on_monitor, f, &err) < 0) {
+                log_warn("consoles of app %s: %s", f->app_id, err.message);
                 na_error_clear(&err);
                 close(fd);
-                loop_timer_arm_ms(s->app_timer, APP_POLL_MS);
+                loop_timer_arm_ms(f->timer, APP_POLL_MS);
                 return;
         }
-        s->mon_fd = fd;
-        (void)read_ring(s); /* what came between the last read and the connection */
+        f->mon_fd = fd;
+        (void)read_ring(f); /* what came between the last read and the connection */
 }
 
-static void app_tick(void *userdata)
+static void follower_tick(void *userdata)
 {
-        struct console_session *s = userdata;
-        if (s->state != CONSOLE_OPEN)
-                return;
-        if (s->mon_fd >= 0) {
-                (void)read_ring(s);
+        struct app_follower *f = userdata;
+        if (f->mon_fd >= 0) {
+                (void)read_ring(f);
                 return;
         }
-        const struct agent_services *sv = svc(s);
-        if (!sv->app->exists(sv->app_conn, s->target_id)) {
-                console_end(s, 1000, "target-deleted");
+        const struct agent_services *sv = svc(f);
+        if (!sv->app->exists(sv->app_conn, f->app_id)) {
+                end_all(f, "target-deleted");
                 return;
         }
-        if (read_ring(s) < 0)
+        if (read_ring(f) < 0)
                 return;
-        attach(s);
+        attach(f);
+}
+
+static void follower_free(struct app_follower *f)
+{
+        struct app_follower **pp = &f->c->followers;
+        while (*pp && *pp != f)
+                pp = &(*pp)->next;
+        if (*pp)
+                *pp = f->next;
+        detach(f);
+        loop_timer_free(f->timer);
+        free(f->subs);
+        free(f);
+}
+
+static struct app_follower *follower_get(struct consoles *c, const char *app_id, int64_t from_seq)
+{
+        for (struct app_follower *f = c->followers; f; f = f->next)
+                if (streq(f->app_id, app_id))
+                        return f;
+        struct app_follower *f = calloc(1, sizeof(*f));
+        if (!f)
+                return NULL;
+        f->c = c;
+        f->mon_fd = -1;
+        f->next_seq = from_seq;
+        snprintf(f->app_id, sizeof(f->app_id), "%s", app_id);
+        f->timer = loop_timer_new(c->opt.loop, follower_tick, f);
+        if (!f->timer) {
+                free(f);
+                return NULL;
+        }
+        f->next = c->followers;
+        c->followers = f;
+        return f;
 }
 
 int console_app_start(struct console_session *s, struct na_error *err)
 {
-        const struct agent_services *sv = svc(s);
-        s->app_timer = loop_timer_new(s->c->opt.loop, app_tick, s);
-        if (!s->app_timer)
-                return na_error_sys(err, ENOMEM, "console %s", s->id);
+        struct consoles *c = s->c;
+        const struct agent_services *sv = c->opt.services;
         _cleanup_json_ json_t *out = NULL;
         int r = sv->app->output(sv->app_conn, s->target_id, -1, APP_BACKLOG, &out, err);
         if (r < 0)
                 return r;
-        send_lines(s, out);
-        attach(s);
+        s->next_seq = 0;
+        send_lines(s, json_object_get(out, "lines"));
+        json_t *next = json_object_get(out, "nextSeq");
+        if (json_is_integer(next))
+                s->next_seq = json_integer_value(next);
+        struct app_follower *f = follower_get(c, s->target_id, s->next_seq);
+        if (!f || (f->nsubs == f->cap && !(f->subs = reallocarray(f->subs, f->cap = f->cap ? f->cap * 2 : 4,
+                                                                   sizeof(*f->subs))))) {
+                if (f && !f->nsubs)
+                        follower_free(f);
+                return na_error_sys(err, ENOMEM, "console %s", s->id);
+        }
+        f->subs[f->nsubs++] = s;
+        s->follower = f;
+        if (f->nsubs == 1)
+                attach(f); /* the first session: connect (or start polling) */
         return 0;
 }
 
 void console_app_stop(struct console_session *s)
 {
-        detach(s);
-        loop_timer_free(s->app_timer);
-        s->app_timer = NULL;
+        struct app_follower *f = s->follower;
+        if (!f)
+                return;
+        s->follower = NULL;
+        for (size_t i = 0; i < f->nsubs; i++)
+                if (f->subs[i] == s) {
+                        f->subs[i] = f->subs[--f->nsubs];
+                        break;
+                }
+        if (!f->nsubs)
+                follower_free(f);
 }
 
 /* ---- power actions through the job layer ---- */
@@ -220,6 +367,8 @@ static void power_finished(void *userdata, struct job_ctx *job)
                 } else
                         console_system(s, "console: power %s failed (job %s): %s", p->action, job->pj.id,
                                        job->error.code ? job->error.message : job_state_name(job->state));
+                if (s->follower && s->follower->mon_fd < 0)
+                        loop_timer_arm_ms(s->follower->timer, 0); /* attach to the new run now */
         }
         free(p);
 }
@@ -277,14 +426,28 @@ void console_app_input(struct console_session *s, const uint8_t *data, size_t le
                 power(s, in.action);
                 return;
         }
-        if (s->mon_fd < 0) {
+        struct app_follower *f = s->follower;
+        if (f && f->mon_fd < 0)
+                attach(f); /* it may have started since the last tick */
+        if (s->state != CONSOLE_OPEN || !(f = s->follower))
+                return;
+        if (f->mon_fd < 0) {
                 console_system(s, "console: the app is not running; line not sent");
                 return;
         }
-        int r = app_monitor_send(s->mon_fd, 'L', in.line, in.len, &err);
+        if (f->pending_n == APP_PENDING_MAX) {
+                console_system(s, "console: the app's input is busy; line not sent");
+                return;
+        }
+        int r = app_monitor_send(f->mon_fd, 'L', in.line, in.len, &err);
         if (r == -EAGAIN)
                 console_system(s, "console: the app's input is full; line not sent");
         else if (r < 0)
                 console_system(s, "console: line not sent: %s", err.message);
+        else {
+                snprintf(f->pending[(f->pending_head + f->pending_n) % APP_PENDING_MAX], sizeof(f->pending[0]), "%s",
+                         s->id);
+                f->pending_n++;
+        }
         na_error_clear(&err);
 }

@@ -45,10 +45,9 @@ struct console_session {
         uint64_t frames_out, bytes_out, frames_in;
 
         /* app mode (console-app.c) */
-        int mon_fd;
-        int64_t next_seq;
+        struct app_follower *follower; /* shared by the app's sessions */
+        int64_t next_seq;              /* the next ring seq this session has not seen */
         int64_t last_seq;
-        struct loop_timer *app_timer;
 };
 
 struct consoles {
@@ -58,6 +57,7 @@ struct consoles {
         unsigned count;
         char (*closed_ids)[PROTO_CONSOLE_SESSION_MAX + 1]; /* a ring of CONSOLE_CLOSED_REMEMBERED */
         unsigned closed_next;
+        struct app_follower *followers; /* loop thread only: one per app with sessions */
 };
 
 /* consoles.c: queue a frame for the relay (dropping the oldest beyond CONSOLE_QUEUE_MAX). */

@@ -356,7 +356,6 @@ int consoles_open(struct consoles *c, ws_checkpoint_fn checkpoint, void *cp, enu
         if (!s)
                 return na_error_sys(err, ENOMEM, "console %s", p->session_id);
         s->c = c;
-        s->mon_fd = -1;
         snprintf(s->id, sizeof(s->id), "%s", p->session_id);
         snprintf(s->target_id, sizeof(s->target_id), "%s", target_id);
         s->target_type = target_type;

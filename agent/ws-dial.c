@@ -122,8 +122,11 @@ static int tcp_connect(struct dial *d, int *ret_fd, char *peer, size_t peerlen, 
                         close(fd);
                         continue;
                 }
-                int one = 1;
+                int one = 1, sndbuf = WS_SNDBUF;
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                /* A fixed send buffer: the kernel's share of a slow reader's backlog stays
+                 * small too (autotuning would grow it to megabytes per session). */
+                setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
                 char h[NI_MAXHOST], s[NI_MAXSERV];
                 if (getnameinfo(ai->ai_addr, ai->ai_addrlen, h, sizeof(h), s, sizeof(s), NI_NUMERICHOST | NI_NUMERICSERV) == 0)
                         snprintf(peer, peerlen, "%s:%s", h, s);

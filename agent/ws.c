@@ -31,6 +31,7 @@ struct ws {
         uint32_t events;
         bool eof;          /* the peer closed the TCP connection */
         bool io_failed;
+        bool proto_error;  /* a frame wslay could not parse: we sent 1002 ourselves */
         bool closing;      /* we queued a close */
         bool done;         /* on_closed was called */
         bool drain_wanted;
@@ -164,7 +165,10 @@ static void finish(struct ws *w)
         loop_timer_disarm(w->close_timer);
         uint16_t code;
         const char *reason;
-        if (wslay_event_get_close_received(w->ctx)) {
+        if (w->proto_error) {
+                code = 1002;
+                reason = "protocol error";
+        } else if (wslay_event_get_close_received(w->ctx)) {
                 code = w->close_code_rx ? w->close_code_rx : 1005;
                 reason = w->reason_rx;
         } else if (wslay_event_get_close_sent(w->ctx)) {
@@ -192,7 +196,7 @@ static void update(struct ws *w)
         if (w->done)
                 return;
         bool rd = wslay_event_want_read(w->ctx), wr = wslay_event_want_write(w->ctx);
-        if (w->eof || w->io_failed || (!rd && !wr)) {
+        if (w->eof || w->io_failed || w->proto_error || (!rd && !wr)) {
                 finish(w);
                 return;
         }
@@ -210,12 +214,45 @@ static void update(struct ws *w)
         }
 }
 
+/*
+ * wslay answers a frame it cannot parse (a control frame in pieces, a length with its
+ * top bit set) with a close frame without a status code. We say 1002 instead: its
+ * close is never sent (writing is shut), ours goes out in one best-effort write.
+ */
+static void protocol_error(struct ws *w)
+{
+        static const char reason[] = "protocol error";
+        uint8_t frame[2 + 4 + 2 + sizeof(reason) - 1], mask[4];
+        size_t plen = 2 + sizeof(reason) - 1;
+        frame[0] = 0x88; /* FIN, close */
+        frame[1] = (uint8_t)(0x80 | plen);
+        if (RAND_bytes(mask, sizeof(mask)) != 1)
+                memset(mask, 0x5a, sizeof(mask));
+        memcpy(frame + 2, mask, 4);
+        uint8_t payload[2 + sizeof(reason) - 1] = { 1002 >> 8, 1002 & 0xff };
+        memcpy(payload + 2, reason, sizeof(reason) - 1);
+        for (size_t i = 0; i < plen; i++)
+                frame[6 + i] = payload[i] ^ mask[i % 4];
+        wslay_event_shutdown_write(w->ctx);
+        wslay_event_shutdown_read(w->ctx);
+        if (w->d->ssl) {
+                ERR_clear_error();
+                (void)SSL_write(w->d->ssl, frame, (int)(6 + plen));
+                ERR_clear_error();
+        } else
+                (void)send(w->d->fd, frame, 6 + plen, MSG_NOSIGNAL);
+        w->proto_error = true;
+}
+
 static void on_io(void *userdata, int fd, uint32_t revents)
 {
         (void)fd;
         struct ws *w = userdata;
-        if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && wslay_event_want_read(w->ctx))
-                (void)wslay_event_recv(w->ctx);
+        if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && wslay_event_want_read(w->ctx)) {
+                int r = wslay_event_recv(w->ctx);
+                if (r == WSLAY_ERR_CALLBACK_FAILURE && !w->eof && !w->io_failed)
+                        protocol_error(w);
+        }
         if (!w->done && !w->eof && !w->io_failed && wslay_event_want_write(w->ctx))
                 (void)wslay_event_send(w->ctx);
         if (!w->eof && !w->io_failed && w->drain_wanted && ws_queued(w) < WS_LOW_MARK) {

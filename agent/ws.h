@@ -30,6 +30,7 @@
 #include "common/error.h"
 
 #define WS_HEAD_MAX 16384 /* the relay's HTTP answer head */
+#define WS_SNDBUF (256 * 1024) /* SO_SNDBUF of a console's socket (the kernel doubles it) */
 
 struct ws_url {
         bool tls;        /* wss:// */

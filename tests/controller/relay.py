@@ -4,7 +4,8 @@ tests, the demo and the benchmark drive each session through the admin side.
 Python 3 standard library only (RFC 6455 server side written out here).
 
 Admin (JSON), under /admin/relay:
-  POST /admin/relay/sessions        {sessionId, token}: expect this session -> {url}
+  POST /admin/relay/sessions        {sessionId, token, rcvbuf?}: expect this session -> {url}
+                                    (rcvbuf: SO_RCVBUF of its socket, for slow-reader tests)
   GET  /admin/relay/{sid}?since=N&timeout=S&count=K
                                     messages from the N-th on, waiting up to S seconds
                                     until K of them (default 1) or the end
@@ -19,6 +20,7 @@ import base64
 import hashlib
 import json
 import os
+import socket
 import struct
 import threading
 import time
@@ -39,6 +41,7 @@ class Session:
         self.paused = False
         self.rejected = []       # why an upgrade was refused
         self.relay_closing = None  # (code, reason) once the relay sent its close
+        self.rcvbuf = None
 
     # -- frames ---------------------------------------------------------
     def write(self, data):
@@ -85,8 +88,10 @@ class Session:
             n = struct.unpack("!Q", self._read_exact(f, 8))[0]
         mask = self._read_exact(f, 4) if masked else None
         data = self._read_exact(f, n) if n else b""
-        if mask:
-            data = bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+        if mask and data:
+            n = len(data)
+            m = (mask * (n // 4 + 1))[:n]
+            data = (int.from_bytes(data, "big") ^ int.from_bytes(m, "big")).to_bytes(n, "big")
         return fin, op, bool(masked), data
 
     def _end(self, code, reason, by):
@@ -181,6 +186,8 @@ class Relay:
         handler.end_headers()
         handler.wfile.flush()
         handler.close_connection = True
+        if s.rcvbuf:
+            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, int(s.rcvbuf))
         with s.cond:
             s.sock = handler.connection
             s.connected = True
@@ -194,6 +201,7 @@ class Relay:
             sid = payload["sessionId"]
             with self.lock:
                 self.sessions[sid] = Session(sid, payload.get("token", ""))
+                self.sessions[sid].rcvbuf = payload.get("rcvbuf")
             return 200, {"url": f"{base_url}/relay/{sid}"}
         if not seg:
             with self.lock:
