@@ -9,7 +9,8 @@ PKGS="build-essential cmake pkg-config libvirt-dev libvirt-daemon libvirt-daemon
   libnftnl-dev libmnl-dev libseccomp-dev libcmocka-dev nftables crun busybox-static
   iproute2 openssl curl python3 ca-certificates cpio xorriso zstd libzstd-dev
   prometheus-node-exporter rpm systemd man-db groff-base bsdextrautils libssl-dev
-  libarchive-dev e2fsprogs docker-registry skopeo apache2-utils python3-cryptography"
+  libarchive-dev e2fsprogs docker-registry skopeo apache2-utils python3-cryptography
+  libwslay-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
