@@ -48,6 +48,14 @@ struct console_session {
         struct app_follower *follower; /* shared by the app's sessions */
         int64_t next_seq;              /* the next ring seq this session has not seen */
         int64_t last_seq;
+
+        /* vps modes (console-vps.c) */
+        int vps_fd;      /* the driver's console socket; -1 */
+        uint8_t *vps_in; /* relay bytes the socket has not taken yet */
+        size_t vps_in_len;
+        char vps_path[64];           /* the serial pty, opened again after a hangup */
+        unsigned vps_retries;
+        struct loop_timer *vps_timer;
 };
 
 struct consoles {
@@ -71,3 +79,9 @@ void console_end(struct console_session *s, uint16_t code, const char *reason);
 int console_app_start(struct console_session *s, struct na_error *err);
 void console_app_input(struct console_session *s, const uint8_t *data, size_t len);
 void console_app_stop(struct console_session *s);
+
+/* console-vps.c */
+int console_vps_start(struct console_session *s, struct na_error *err);
+void console_vps_input(struct console_session *s, const uint8_t *data, size_t len);
+void console_vps_drained(struct console_session *s);
+void console_vps_stop(struct console_session *s);

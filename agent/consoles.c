@@ -16,6 +16,7 @@
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
+#include "drivers/vm.h"
 
 int consoles_new(const struct consoles_options *opt, struct consoles **ret, struct na_error *err)
 {
@@ -50,6 +51,8 @@ static void session_free(struct console_session *s)
                 return;
         if (s->mode == PROTO_CONSOLE_APP)
                 console_app_stop(s);
+        else
+                console_vps_stop(s);
         ws_free(s->ws);
         ws_dialed_free(s->dialed);
         loop_timer_free(s->idle_timer);
@@ -186,7 +189,10 @@ static void on_message(void *userdata, enum ws_kind kind, const uint8_t *data, s
                 return;
         s->frames_in++;
         idle_arm(s);
-        if (s->mode == PROTO_CONSOLE_APP) {
+        if (s->mode != PROTO_CONSOLE_APP) {
+                if (kind == WS_BINARY) /* text frames carry nothing for a server console */
+                        console_vps_input(s, data, len);
+        } else {
                 if (kind != WS_TEXT)
                         console_system(s, "console: binary frames are not understood by an app console; send "
                                           "{\"type\":\"line\",\"line\":…} or {\"type\":\"power\",\"action\":…}");
@@ -197,7 +203,10 @@ static void on_message(void *userdata, enum ws_kind kind, const uint8_t *data, s
 
 static void on_drain(void *userdata)
 {
-        feed(userdata);
+        struct console_session *s = userdata;
+        feed(s);
+        if (s->mode != PROTO_CONSOLE_APP && s->state == CONSOLE_OPEN)
+                console_vps_drained(s);
 }
 
 static void on_closed(void *userdata, uint16_t code, const char *reason)
@@ -241,6 +250,8 @@ void console_end(struct console_session *s, uint16_t code, const char *reason)
         loop_timer_disarm(s->idle_timer);
         if (s->mode == PROTO_CONSOLE_APP)
                 console_app_stop(s);
+        else
+                console_vps_stop(s);
         feed(s); /* what is queued still goes out before the close frame */
         queue_clear(s);
         ws_close(s->ws, code, reason); /* on_closed follows */
@@ -274,8 +285,8 @@ static void start_posted(void *userdata)
         s->idle_timer = loop_timer_new(c->opt.loop, idle_fired, s);
         int r = s->idle_timer ? ws_start(c->opt.loop, d, &ws_cb, s, PROTO_CONSOLE_FRAME_MAX, &s->ws, &err)
                               : (ws_dialed_free(d), na_error_sys(&err, ENOMEM, "console %s", s->id));
-        if (r >= 0 && s->mode == PROTO_CONSOLE_APP)
-                r = console_app_start(s, &err);
+        if (r >= 0)
+                r = s->mode == PROTO_CONSOLE_APP ? console_app_start(s, &err) : console_vps_start(s, &err);
         if (r < 0) {
                 log_warn("console %s: %s", s->id, err.message);
                 na_error_clear(&err);
@@ -335,10 +346,9 @@ static int target_check(struct consoles *c, enum proto_target_type type, const c
                 na_error_set(err, ENOENT, NA_E_VPS_NOT_FOUND, "vps %s: not on this node", id);
                 return -ENOENT;
         }
-        na_error_set(err, ENOTSUP, NA_E_DRIVER, "vps %s: %s consoles are not bridged by this agent yet", id,
-                     proto_console_modes[p->mode]);
-        na_error_detail(err, "reason", json_string("not implemented"));
-        return -ENOTSUP;
+        if (!sv->vm || !sv->vm->console_open)
+                return na_error_set(err, ENOTSUP, NA_E_DRIVER, "vps %s: the VM driver has no consoles", id);
+        return 0;
 }
 
 int consoles_open(struct consoles *c, ws_checkpoint_fn checkpoint, void *cp, enum proto_target_type target_type,
@@ -356,6 +366,7 @@ int consoles_open(struct consoles *c, ws_checkpoint_fn checkpoint, void *cp, enu
         if (!s)
                 return na_error_sys(err, ENOMEM, "console %s", p->session_id);
         s->c = c;
+        s->vps_fd = -1;
         snprintf(s->id, sizeof(s->id), "%s", p->session_id);
         snprintf(s->target_id, sizeof(s->target_id), "%s", target_id);
         s->target_type = target_type;
@@ -395,7 +406,13 @@ int consoles_open(struct consoles *c, ws_checkpoint_fn checkpoint, void *cp, enu
         }
 
         struct ws_dialed *d = NULL;
-        r = ws_dial(&u, &c->opt.tls, p->token, 15000, checkpoint, cp, &d, err);
+        const struct agent_services *sv = c->opt.services;
+        if (p->mode != PROTO_CONSOLE_APP) /* blocking IPC: here on the worker, and its failure fails the job */
+                r = sv->vm->console_open(sv->vm_conn, target_id,
+                                         p->mode == PROTO_CONSOLE_VPS_VNC ? VM_CONSOLE_VNC : VM_CONSOLE_SERIAL, &s->vps_fd,
+                                         err);
+        if (r >= 0)
+                r = ws_dial(&u, &c->opt.tls, p->token, 15000, checkpoint, cp, &d, err);
         pthread_mutex_lock(&c->lock);
         if (r < 0 || s->close_requested) {
                 if (r >= 0) {
@@ -409,6 +426,8 @@ int consoles_open(struct consoles *c, ws_checkpoint_fn checkpoint, void *cp, enu
                 /* Never on the loop yet: the worker may drop it. Its id stays used. */
                 unlink_locked(c, s);
                 pthread_mutex_unlock(&c->lock);
+                if (s->vps_fd >= 0)
+                        close(s->vps_fd);
                 free(s);
                 return r;
         }

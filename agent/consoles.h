@@ -1,7 +1,7 @@
 /*
  * Live console sessions (AGENT-API 4.3, docs/consoles.md): each one a WebSocket the
  * agent dialled out to a relay (agent/ws.h), bridged to its target (an app's output
- * and console; servers' serial console and VNC are not bridged yet). All sessions
+ * and console, a server's serial console or VNC display). All sessions
  * live on the loop: no thread per session.
  *
  *   consoles_new(&opt, &c, &err);                     // daemon, after the job layer

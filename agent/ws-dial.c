@@ -87,7 +87,7 @@ static int wait_fd(struct dial *d, int fd, short events, const char *what, struc
 static int tcp_connect(struct dial *d, int *ret_fd, char *peer, size_t peerlen, struct na_error *err)
 {
         const struct ws_url *u = d->u;
-        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG }, *res = NULL;
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res = NULL;
         int g = getaddrinfo(u->host, u->port, &hints, &res);
         if (g != 0) {
                 na_error_set(err, EHOSTUNREACH, NA_E_DRIVER, "relay %s: cannot resolve: %s", u->host, gai_strerror(g));
