@@ -301,7 +301,10 @@ def slow_reader(s):
     stf = [c for c in s.agent.status()["consoles"] if c["sessionId"] == fast.sid][0]
     seqs = [ln["seq"] for ln in fast_lines]
     check(seqs == sorted(seqs), "lines out of order")
-    check(len(fast_lines) + stf["dropped"] == 5001, f"{len(fast_lines)} delivered + {stf['dropped']} dropped")
+    check(len(set(seqs)) == len(seqs), "a line delivered twice")
+    # dropped counts frames: the session's own notices ("... went by") may be among them.
+    check(5001 <= len(fast_lines) + stf["dropped"] <= 5001 + 16,
+          f"{len(fast_lines)} delivered + {stf['dropped']} dropped")
     # Let it read again: the drop is said in a system line, the newest output arrives.
     s.controller.admin("POST", f"/admin/relay/{slow.sid}/pause", {"paused": False})
     slow.wait_text(lambda ln: ln["stream"] == "system" and "dropped" in ln["text"], 30, "the drop notice")
