@@ -94,6 +94,9 @@ static const struct key_def keys[] = {
         { "metrics", "proc_root", K_PATH, OFF(metrics_proc_root), false, "/proc", 0, 0 },
         { "metrics", "sys_root", K_PATH, OFF(metrics_sys_root), false, "/sys", 0, 0 },
         { "metrics", "cgroup_root", K_PATH, OFF(metrics_cgroup_root), false, "/sys/fs/cgroup", 0, 0 },
+
+        { "consoles", "max_per_target", K_UINT, OFF(consoles_max_per_target), false, "4", 1, 1000 },
+        { "consoles", "max_sessions", K_UINT, OFF(consoles_max_sessions), false, "100", 1, 10000 },
 };
 
 int config_parse_backoff(const char *value, unsigned out[3])

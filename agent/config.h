@@ -85,6 +85,10 @@ struct agent_config {
         char *metrics_proc_root;
         char *metrics_sys_root;
         char *metrics_cgroup_root;
+
+        /* [consoles] */
+        int64_t consoles_max_per_target;
+        int64_t consoles_max_sessions;
 };
 
 /* Defaults only (no file): what the tests and `--check-config` start from. */

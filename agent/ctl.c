@@ -28,7 +28,7 @@ static void usage(FILE *f)
 {
         fprintf(f, "Usage: nodeagentctl [-c CONFIG | -s SOCKET] [--json] COMMAND\n"
                    "Commands:\n"
-                   "  status                         version, uptime, controller link, jobs, results waiting\n"
+                   "  status                         version, uptime, controller link, jobs, results waiting, consoles\n"
                    "  jobs                           running, queued and recent jobs\n"
                    "  run KIND [--target ID] [--params JSON] [--timeout SEC]\n"
                    "                                 run a job through the agent's job layer, print its result\n"
@@ -194,6 +194,15 @@ static void print_status(json_t *s)
                num(link, "reportsPending"));
         printf("%-12s %lld bytes, %lld records, %lld interrupted, %lld fsyncs\n", "journal", num(jr, "bytes"),
                num(jr, "records"), num(jr, "interrupted"), num(jr, "syncs"));
+        json_t *cons = json_object_get(s, "consoles"), *c;
+        size_t i;
+        printf("%-12s %zu open\n", "consoles", json_array_size(cons));
+        json_array_foreach(cons, i, c) {
+                json_t *t = json_object_get(c, "target");
+                printf("  %-36s %-10s %-3s %-36s %-7s to %s since %s; %lld frame(s) out, %lld in, %lld dropped\n",
+                       str(c, "sessionId"), str(c, "mode"), str(t, "type"), str(t, "id"), str(c, "state"), str(c, "peer"),
+                       str(c, "openedAt"), num(c, "framesOut"), num(c, "framesIn"), num(c, "dropped"));
+        }
 }
 
 static void print_jobs_table(json_t *list, const char *heading)

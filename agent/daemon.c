@@ -16,6 +16,7 @@
 #include "agent/prometheus.h"
 #include "agent/reports.h"
 #include "agent/sandbox.h"
+#include "agent/consoles.h"
 #include "agent/services.h"
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
@@ -34,6 +35,7 @@ struct agent {
         struct link *link;
         struct control *control;
         struct prometheus *prometheus;
+        struct consoles *consoles;
         struct agent_services services;
         struct host_facts host;
         int lock_fd;
@@ -80,7 +82,7 @@ static json_t *status_json(void *userdata)
         jobs_counters(a->jobs, &c);
         struct jobstore_stats js;
         jobstore_get_stats(a->store, &js);
-        return json_pack("{s:s, s:i, s:s, s:I, s:b, s:o, s:{s:i, s:i, s:i, s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I, s:I}}",
+        return json_pack("{s:s, s:i, s:s, s:I, s:b, s:o, s:{s:i, s:i, s:i, s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}",
                          "version", NA_VERSION, "pid", (int)getpid(), "nodeId", a->cfg->node_id, "uptimeSec",
                          (json_int_t)((na_now_mono_us() - a->started_us) / NA_USEC_PER_SEC), "draining", a->draining,
                          "link", link_status_json(a->link), "jobs", "running", (int)jobs_running(a->jobs), "queued",
@@ -89,7 +91,7 @@ static json_t *status_json(void *userdata)
                          "resultsPending", (json_int_t)link_results_pending(a->link), "journal", "bytes",
                          (json_int_t)js.file_bytes, "records", (json_int_t)js.file_records, "pendingResults",
                          (json_int_t)js.pending_results, "interrupted", (json_int_t)js.interrupted, "syncs",
-                         (json_int_t)js.syncs);
+                         (json_int_t)js.syncs, "consoles", consoles_status_json(a->consoles));
 }
 
 static json_t *link_inventory(void *userdata)
@@ -166,7 +168,7 @@ static void drain_tick(void *userdata)
         uint64_t limit_ms = (uint64_t)a->cfg->drain_timeout_sec * 1000;
         unsigned running = jobs_running(a->jobs);
 
-        if (running == 0 && link_idle(a->link)) {
+        if (running == 0 && link_idle(a->link) && consoles_count(a->consoles) == 0) {
                 log_info("stopped: no job running, state flushed");
                 loop_quit(a->loop, 0);
                 return;
@@ -197,6 +199,7 @@ static void start_drain(struct agent *a)
                  jobs_running(a->jobs), (long long)a->cfg->drain_timeout_sec);
         link_drain(a->link);
         jobs_stop_all(a->jobs, JOB_STOP_SHUTDOWN, false);
+        consoles_close_all(a->consoles, "agent-draining");
         drain_tick(a);
 }
 
@@ -271,6 +274,7 @@ static int open_state_dir(struct agent *a, struct na_error *err)
 int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err)
 {
         struct link_options lo;
+        struct consoles_options co;
         int r;
         struct agent *a = calloc(1, sizeof(*a));
         if (!a) {
@@ -309,6 +313,20 @@ int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err
         r = jobs_new(a->loop, &a->services, (unsigned)cfg->max_parallel_jobs, &a->jobs, err);
         if (r < 0)
                 goto fail;
+        co = (struct consoles_options){
+                .loop = a->loop,
+                .jobs = a->jobs,
+                .services = &a->services,
+                .max_per_target = (unsigned)cfg->consoles_max_per_target,
+                .max_sessions = (unsigned)cfg->consoles_max_sessions,
+                .tls = { .ca_file = cfg->ca_file, .pinned_pubkey = cfg->pinned_pubkey, .client_cert = cfg->client_cert,
+                         .client_key = cfg->client_key },
+                .allow_insecure_http = cfg->allow_insecure_http,
+        };
+        r = consoles_new(&co, &a->consoles, err);
+        if (r < 0)
+                goto fail;
+        a->services.consoles = a->consoles;
         r = jobstore_open(cfg->state_dir, &a->store, err);
         if (r < 0)
                 goto fail;
@@ -389,6 +407,9 @@ void agent_free(struct agent *a)
         prometheus_close(a->prometheus);
         control_close(a->control);
         jobs_free(a->jobs);
+        a->services.consoles = NULL;
+        if (!busy) /* a worker may still be dialling inside it */
+                consoles_free(a->consoles);
         link_free(a->link);
         reports_close(a->reports);
         jobstore_close(a->store);

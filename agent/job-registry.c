@@ -13,6 +13,7 @@ extern job_kind_list app_files_job_kinds;
 extern job_kind_list app_backup_job_kinds;
 extern job_kind_list app_sftp_job_kinds;
 extern job_kind_list app_net_job_kinds;
+extern job_kind_list console_job_kinds;
 
 static const struct job_kind *const *const lists[] = {
         node_job_kinds,
@@ -24,6 +25,7 @@ static const struct job_kind *const *const lists[] = {
         app_backup_job_kinds,
         app_sftp_job_kinds,
         app_net_job_kinds,
+        console_job_kinds,
 };
 
 #ifdef NA_TEST_HOOKS

@@ -32,6 +32,9 @@ struct job_kind {
         void (*free_params)(void *params);
         /* Carry the job out. *ret_data is the result's data (NULL gives {}). */
         int (*run)(struct job_ctx *ctx, void *params, json_t **ret_data, struct na_error *err);
+        /* When non-zero, the target types accepted (1u << type), instead of target alone
+         * (console.open: a server or an app). */
+        unsigned targets;
 };
 
 /* A NULL-terminated list of kinds, one per module (agent/job-registry.c gathers them). */
@@ -40,6 +43,7 @@ typedef const struct job_kind *const job_kind_list[];
 const struct agent_services *job_services(struct job_ctx *ctx);
 const char *job_id(const struct job_ctx *ctx);
 const char *job_target_id(const struct job_ctx *ctx);
+enum proto_target_type job_target_type(const struct job_ctx *ctx);
 int64_t job_attempt(const struct job_ctx *ctx);
 
 /*

@@ -83,6 +83,11 @@ const char *job_target_id(const struct job_ctx *ctx)
         return ctx->pj.target_id;
 }
 
+enum proto_target_type job_target_type(const struct job_ctx *ctx)
+{
+        return ctx->pj.target_type;
+}
+
 int64_t job_attempt(const struct job_ctx *ctx)
 {
         return ctx->pj.attempt;
@@ -519,9 +524,14 @@ struct job_ctx *jobs_submit(struct jobs *jobs, struct proto_job *pj, const struc
                              job->pj.kind);
                 return finish_at_once(jobs, job, &err);
         }
-        if (job->kind->target != job->pj.target_type) {
-                na_error_field(&err, "target.type", "must be %s for %s", proto_target_types[job->kind->target],
-                               job->kind->name);
+        if (job->kind->targets ? !(job->kind->targets & (1u << job->pj.target_type))
+                               : job->kind->target != job->pj.target_type) {
+                if (job->kind->targets)
+                        na_error_field(&err, "target.type", "%s does not act on a %s", job->kind->name,
+                                       proto_target_types[job->pj.target_type]);
+                else
+                        na_error_field(&err, "target.type", "must be %s for %s", proto_target_types[job->kind->target],
+                                       job->kind->name);
                 return finish_at_once(jobs, job, &err);
         }
         if (jobs->stopping) {

@@ -19,6 +19,7 @@ struct fw;
 struct metrics;
 struct collector;
 struct agent_sftpd;
+struct consoles;
 
 struct agent_services {
         const struct agent_config *config;
@@ -46,6 +47,8 @@ struct agent_services {
 
         struct collector *collector; /* agent/collector.h: the metrics thread */
         struct agent_sftpd *sftpd;   /* agent/sftpd.h: nodeagent-sftpd's supervisor; NULL when SFTP is off */
+
+        struct consoles *consoles; /* agent/consoles.h: live console sessions; set by the daemon after the loop */
 };
 
 /*

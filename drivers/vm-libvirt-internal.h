@@ -182,3 +182,7 @@ int vm_lv_backups_remove_all(struct vm_conn *c, const char *id, struct na_error 
 /* ---- vm-libvirt-exec.c ---- */
 int vm_lv_exec(struct vm_conn *c, const char *id, char *const *argv, unsigned timeout_sec,
                const struct na_progress *progress, struct proto_vps_exec_result *ret, struct na_error *err);
+
+/* ---- vm-libvirt-console.c ---- */
+int vm_libvirt_console_open(struct vm_conn *c, const char *id, enum vm_console_kind kind, int *ret_fd,
+                            struct na_error *err);

@@ -575,4 +575,5 @@ const struct vm_driver vm_libvirt_driver = {
         .backup_list = vm_backup_list,
         .backup_restore = vm_backup_restore,
         .backup_delete = vm_backup_delete,
+        .console_open = vm_libvirt_console_open,
 };

@@ -138,6 +138,8 @@ static inline void vm_install_info_clear(struct vm_install_info *i)
         i->inputs = NULL;
 }
 
+enum vm_console_kind { VM_CONSOLE_SERIAL, VM_CONSOLE_VNC };
+
 struct vm_driver {
         const char *name; /* "libvirt": capabilities.vmDriver */
 
@@ -221,6 +223,16 @@ struct vm_driver {
         int (*backup_restore)(struct vm_conn *conn, const char *vps_id, const char *backup_id,
                               const struct na_progress *progress, struct na_error *err);
         int (*backup_delete)(struct vm_conn *conn, const char *vps_id, const char *backup_id, struct na_error *err);
+
+        /*
+         * Live consoles (agent/consoles.c): a running server's serial console (its pty)
+         * or VNC display (a socket) as a new non-blocking, close-on-exec descriptor
+         * carrying its bytes both ways (RFB as it is for VNC); closing it ends the
+         * console; end-of-file: the server stopped. INVALID_STATE
+         * (details.state) when the server does not run. May be NULL.
+         */
+        int (*console_open)(struct vm_conn *conn, const char *vps_id, enum vm_console_kind kind, int *ret_fd,
+                            struct na_error *err);
 };
 
 extern const struct vm_driver vm_libvirt_driver;

@@ -101,6 +101,50 @@ def conf(s):
     return c
 
 
+def console_part(s, app):
+    """A live console: the agent dials the local relay (wss://, the test CA) and what
+    flows both ways is printed as the relay sees it."""
+    sid, token = str(uuid.uuid4()), uuid.uuid4().hex
+    relay = s.controller.admin("POST", "/admin/relay/sessions", {"sessionId": sid, "token": token})
+    seen = [0]
+
+    def show(wait=1.0, until=None):
+        t_end = time.time() + wait
+        while time.time() < t_end:
+            ans = s.controller.admin("GET", f"/admin/relay/{sid}?since={seen[0]}&timeout=0.3")
+            for m in ans["messages"]:
+                if m["op"] == "text":
+                    ln = json.loads(m["text"])
+                    print(f"    {DIM}relay ←{RESET} #{ln['seq']} {ln['stream']:6} {ln['text']}")
+                    if until and until in ln["text"]:
+                        t_end = 0
+            seen[0] += len(ans["messages"])
+            if ans["closed"]:
+                c = ans["closed"]
+                print(f"    {DIM}relay:{RESET} closed by the {c['by']}, code {c['code']} ({c['reason']})")
+                return
+
+    def type_in(frame):
+        print(f"    {DIM}relay →{RESET} {json.dumps(frame)}")
+        s.controller.admin("POST", f"/admin/relay/{sid}/send", {"text": json.dumps(frame)})
+
+    run_job(s, "Open its live console (the agent dials the relay over wss://)", "console.open",
+            {"sessionId": sid, "url": relay["url"], "token": token, "mode": "app", "idleSec": 60}, target=app)
+    show(0.6)
+    type_in({"type": "line", "line": "typed in the browser"})
+    show(3, until="got: typed in the browser")
+    type_in({"type": "power", "action": "restart"})
+    show(8, until="power restart done")
+    show(3, until="ready on")
+    row = [c for c in json.loads(s.agent.ctl("status", "--json").stdout)["consoles"] if c["sessionId"] == sid]
+    if row:
+        r = row[0]
+        print(f"    {DIM}nodeagentctl status:{RESET} {r['mode']} console to {r['peer']}, {r['framesOut']} frame(s) out, "
+              f"{r['framesIn']} in, {r['dropped']} dropped")
+    run_job(s, "Close the console", "console.close", {"sessionId": sid}, target=app)
+    show(3)
+
+
 def app_part(s):
     app = {"type": "app", "id": APP}
     print(f"\n{BOLD}An app in a container on crun{RESET} {DIM}(app {APP}){RESET}")
@@ -120,6 +164,7 @@ def app_part(s):
     time.sleep(0.3)
     run_job(s, "Read its output", "app.output", target=app)
     run_job(s, "Its status", "app.status", target=app)
+    console_part(s, app)
     run_job(s, "Stop it gracefully (its console line 'stop')", "app.power", {"action": "stop", "graceSec": 10},
             target=app)
     run_job(s, "Change its start command (takes effect at the next start)", "app.command.set",

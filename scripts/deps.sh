@@ -11,7 +11,8 @@ PKGS="build-essential cmake pkg-config libvirt-dev libvirt-daemon libvirt-daemon
   prometheus-node-exporter rpm systemd man-db groff-base bsdextrautils libssl-dev
   libarchive-dev e2fsprogs docker-registry skopeo apache2-utils python3-cryptography
   haproxy dnsmasq-base xfsprogs
-  libssh-dev libcrypt-dev openssh-client sshpass openssh-server"
+  libssh-dev libcrypt-dev openssh-client sshpass openssh-server
+  libwslay-dev"
 # Before the install: haproxy's postinst would start the package's service (see below).
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
   $SUDO systemctl mask haproxy.service >/dev/null 2>&1 || true

@@ -166,3 +166,5 @@ int app_oci_backup_open(struct app_conn *c, const char *id, const char *backup_i
 int app_oci_backup_tmpfile(struct app_conn *c, const char *id, int *ret_fd, struct na_error *err);
 int app_oci_backup_adopt(struct app_conn *c, const char *id, const char *backup_id, int fd, const char *sha256,
                          const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err);
+/* app-oci-console.c: a live console's connection to the app's monitor. */
+int app_oci_console_attach(struct app_conn *c, const char *id, int *ret_fd, struct na_error *err);

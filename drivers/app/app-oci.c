@@ -337,4 +337,5 @@ const struct app_driver app_oci_driver = {
         .exposure_list = app_oci_exposure_list,
         .exposure_verify = app_oci_exposure_verify,
         .address = app_oci_address,
+        .console_attach = app_oci_console_attach,
 };

@@ -19,6 +19,8 @@ Admin side (plain HTTP on 127.0.0.1, --admin-port), JSON in and out:
   POST /admin/cancel/{id}     the next progress of that job answers 409 JOB_CANCELLED
   POST /admin/lose-lease/{id} the next progress answers 409 LEASE_LOST
   POST /admin/reset           forget requests, results and reports
+  /admin/relay/...            the relay end of live consoles: see relay.py
+Relay side (on the agent side's port): GET /relay/{sessionId}, a WebSocket upgrade.
 """
 import argparse
 import json
@@ -32,6 +34,8 @@ import uuid
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
+
+from relay import RELAY  # the relay end of live consoles (tests/controller/relay.py)
 
 
 def now_iso(t=None):
@@ -139,6 +143,9 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- agent side -------------------------------------------------------
     def agent(self):
+        if self.command == "GET" and self.path.startswith("/relay/"):
+            self.record(101)
+            return RELAY.upgrade(self, self.path[len("/relay/"):].split("?")[0])
         body = self.read_body()
         with STATE.lock:
             fault = STATE.take_fault()
@@ -278,6 +285,11 @@ class Handler(BaseHTTPRequestHandler):
         seg = [s for s in parts.path.split("/") if s][1:]
         q = parse_qs(parts.query)
         m = self.command
+        if seg[:1] == ["relay"]:
+            a = SERVERS.args
+            base = f"{'ws' if a.plain else 'wss'}://{a.listen}:{a.port}"
+            status, obj = RELAY.admin(m, seg[1:], q, payload, base)
+            return self.send_json(status, obj)
         with STATE.lock:
             if m == "POST" and seg == ["jobs"]:
                 items = payload if isinstance(payload, list) else [payload]

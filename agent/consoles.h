@@ -1,0 +1,62 @@
+/*
+ * Live console sessions (AGENT-API 4.3, docs/consoles.md): each one a WebSocket the
+ * agent dialled out to a relay (agent/ws.h), bridged to its target (an app's output
+ * and console, a server's serial console or VNC display). All sessions
+ * live on the loop: no thread per session.
+ *
+ *   consoles_new(&opt, &c, &err);                     // daemon, after the job layer
+ *   consoles_open(c, ctx, target_type, target_id, params, &data, &err);  // console.open (worker)
+ *   consoles_close(c, "sid", &err);                   // console.close (worker)
+ *   consoles_close_all(c, "agent-draining");          // loop: the drain
+ *   consoles_status_json(c);  consoles_count(c);      // loop: nodeagentctl status
+ *   consoles_free(c);
+ *
+ * A session ends on console.close, after idleSec without input, when its target is
+ * deleted, when the agent drains, or when the relay closes it; each time with a close
+ * frame carrying the reason and a console.closed event {sessionId, reason}.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "agent/loop.h"
+#include "agent/ws.h"
+#include "common/error.h"
+#include "proto/console.h"
+#include "proto/job.h"
+
+struct consoles;
+struct jobs;
+struct agent_services;
+
+struct consoles_options {
+        struct loop *loop;
+        struct jobs *jobs;                     /* power actions from app consoles run here */
+        const struct agent_services *services; /* drivers and emit_event */
+        unsigned max_per_target, max_sessions; /* [consoles] */
+        struct ws_tls tls;                     /* as the controller link's */
+        bool allow_insecure_http;              /* ws:// to loopback */
+};
+
+int consoles_new(const struct consoles_options *opt, struct consoles **ret, struct na_error *err);
+/* Loop thread, after the loop stopped: sessions are dropped without events. */
+void consoles_free(struct consoles *c);
+
+/*
+ * Worker thread (console.open): check the target and the bounds, dial, hand the
+ * session to the loop and return {sessionId, openedAt}. A sessionId in use or used
+ * before: 409 INVALID_STATE (details.state "open" or "closed"); too many sessions:
+ * 409 INVALID_STATE (details.state "console-limit"); the relay unreachable, refusing
+ * TLS or the upgrade: 502 DRIVER_ERROR (details.reason).
+ */
+int consoles_open(struct consoles *c, ws_checkpoint_fn checkpoint, void *cp, enum proto_target_type target_type,
+                  const char *target_id, const struct proto_console_open *p, json_t **ret, struct na_error *err);
+/* Worker thread (console.close): converges; closing an unknown or closed session succeeds. */
+int consoles_close(struct consoles *c, const char *session_id, struct na_error *err);
+/* Loop thread: end every session with reason (the drain). */
+void consoles_close_all(struct consoles *c, const char *reason);
+/* Loop thread: the sessions alive (including those being dialled or closing). */
+unsigned consoles_count(struct consoles *c);
+/* Loop thread: [{sessionId, mode, target, peer, state, openedAt, idleSec, framesOut, bytesOut, framesIn, dropped}]. */
+json_t *consoles_status_json(struct consoles *c);
