@@ -177,6 +177,7 @@ struct app_driver {
         /* The app's private address (dotted IPv4, into buf of 16): for routing its managed
          * hostname. APP_NOT_FOUND for an unknown app; -ENOENT without app networks. */
         int (*address)(struct app_conn *conn, const char *app_id, char buf[16], struct na_error *err);
+        /*
          * Live consoles (agent/console-app.c): a new non-blocking, close-on-exec
          * connection to the running app's monitor (drivers/app/app-monitor.h wire
          * format: O<seq> when output grows, X at the end; L<text> sends a console
