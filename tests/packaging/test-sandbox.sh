@@ -92,9 +92,12 @@ printf '{"templates": []}\n' >"$S/etc/templates.json"
 listener=$!
 daemon=""
 cleanup() {
-	[ -n "$daemon" ] && kill -KILL "$daemon" 2>/dev/null
-	kill "$listener" 2>/dev/null
-	wait 2>/dev/null
+	if [ -n "$daemon" ]; then
+		kill -KILL "$daemon" 2>/dev/null || true
+		wait "$daemon" 2>/dev/null || true
+	fi
+	kill -KILL "$listener" 2>/dev/null || true
+	wait "$listener" 2>/dev/null || true
 	rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
@@ -125,7 +128,11 @@ ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 NODEAGENT_TEST_KINDS=
 		case $mp in
 		"$S/state" | "$S/run") ;;
 		/ | /etc | /etc/* | /usr | /usr/* | /var | /var/* | /tmp | /tmp/* | /run | /run/* | /home | /home/* | /root | /root/* | /opt | /opt/* | /srv | /srv/*)
-			mount -o remount,bind,ro "$mp" ;;
+			# Other tests running meanwhile make and remove mounts under /tmp: one
+			# removed since the list was read is gone here too (an rmdir in another
+			# namespace detaches it), and is no reason to fail.
+			mount -o remount,bind,ro "$mp" 2>/dev/null || ! grep -qF " $mp " /proc/self/mountinfo ||
+				mount -o remount,bind,ro "$mp" ;;
 		esac
 	done
 	if touch "$S/not-writable" 2>/dev/null || touch /etc/nodeagent-sandbox-test 2>/dev/null; then
@@ -185,6 +192,16 @@ wait_for "WATCHDOG=1" grep -qx 'WATCHDOG=1' "$S/notify.log"
 [ -n "$(ls "$S/state")" ] || fail "the daemon wrote nothing to its state directory"
 
 kill -TERM "$daemon"
+# A daemon that never ends after SIGTERM is a failure, not a hung test.
+_i=0
+while [ -d "/proc/$daemon" ] && ! grep -q '^State:.*Z' "/proc/$daemon/status" 2>/dev/null; do
+	_i=$((_i + 1))
+	if [ $_i -ge 1200 ]; then
+		sed 's/^/    /' "$S/agent.log" | tail -20 >&2
+		die "the daemon did not stop within 60 s of SIGTERM"
+	fi
+	sleep 0.05
+done
 set +e
 wait "$daemon"
 rc=$?
