@@ -14,6 +14,7 @@
 #include "agent/collector.h"
 #include "agent/config.h"
 #include "agent/log.h"
+#include "agent/routes.h"
 #include "agent/sftpd.h"
 #include "common/names.h"
 #include "common/timeutil.h"
@@ -220,7 +221,14 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                                                                                            : NA_BUILD_MONITOR_PATH);
         if (access(monitor, X_OK) < 0)
                 return na_error_set(err, ENOENT, NA_E_INTERNAL, "[apps] monitor %s: %s", monitor, strerror(errno));
+        /* Domain routing is not a reason to keep apps off: without it domains stay pending. */
+        struct na_error rerr = NA_ERROR_INIT;
+        if (agent_routes_open(cfg, &s->routes, &rerr) < 0) {
+                log_error("domain routing is off on this node: %s", rerr.message);
+                na_error_clear(&rerr);
+        }
         struct app_options o = {
+                .routes = agent_routes_table(s->routes),
                 .state_dir = cfg->state_dir,
                 .storage_dir = cfg->apps_storage_dir,
                 .images_dir = cfg->apps_images_dir,
@@ -246,10 +254,14 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                 (void)config_parse_backoff(cfg->apps_crash_backoff_ms, o.crash_backoff_ms);
         const struct app_driver *drv = app_drivers[0];
         int r = drv->open(&o, &s->app_conn, err);
-        if (r < 0)
+        if (r < 0) {
+                agent_routes_close(s->routes);
+                s->routes = NULL;
                 return na_error_prefix(err, "[apps] %s driver", drv->name);
+        }
         s->app = drv;
         start_sftpd(s);
+        agent_routes_start(s->routes, s);
         return 0;
 }
 
@@ -395,8 +407,11 @@ void services_close(struct agent_services *s)
 {
         agent_sftpd_stop(s->sftpd);
         s->sftpd = NULL;
+        agent_routes_stop(s->routes);
         if (s->app)
                 s->app->close(s->app_conn); /* the apps keep running */
+        agent_routes_close(s->routes); /* HAProxy keeps running: routes survive the agent */
+        s->routes = NULL;
         s->app = NULL;
         s->app_conn = NULL;
         collector_stop(s->collector);

@@ -19,6 +19,7 @@ struct fw;
 struct metrics;
 struct collector;
 struct agent_sftpd;
+struct agent_routes;
 struct consoles;
 
 struct agent_services {
@@ -47,6 +48,7 @@ struct agent_services {
 
         struct collector *collector; /* agent/collector.h: the metrics thread */
         struct agent_sftpd *sftpd;   /* agent/sftpd.h: nodeagent-sftpd's supervisor; NULL when SFTP is off */
+        struct agent_routes *routes; /* agent/routes.h: domain verification and HAProxy; NULL when off */
 
         struct consoles *consoles; /* agent/consoles.h: live console sessions; set by the daemon after the loop */
 };

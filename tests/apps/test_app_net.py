@@ -25,7 +25,8 @@ TABLE = "nodeagent_apps"
 
 def net_conf(s):
     conf = apps_conf(s)
-    conf["apps"].update({"public_address": PUBLIC, "ports": "20000-20100", "apps_domain": "apps.example.test"})
+    conf["apps"].update({"public_address": PUBLIC, "ports": "20000-20100", "apps_domain": "apps.example.test",
+                         "haproxy": ""})  # domain routing: tests/apps/test_app_domains.py
     return conf
 
 

@@ -1,0 +1,134 @@
+#!/usr/bin/python3
+"""Domain exposures routed only after DNS verification (issue 12 items 4 and 5), end to
+end: the real agent and controller link, a busybox httpd app on its own network, real
+dnsmasq answering CNAMEs, and the agent's own HAProxy. A domain is not routed while
+pending; app.exposure.verify routes it when its CNAME points at the app's managed
+hostname and says exactly what was found otherwise; when the record later points
+elsewhere the next check un-routes it (exposure.unverified); the periodic re-check
+routes a pending domain on its own and reports exposure.verified; delete un-routes."""
+import http.client
+import os
+import signal
+import sys
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "app-routes"))
+from nodeagent_harness import check, free_port, needs, run_cases, wait_for, with_setup  # noqa: E402
+from test_apps import apps_conf, app_job, events, need_root, ok  # noqa: E402
+from test_app_net import PUBLIC, start  # noqa: E402
+from test_dns import Dnsmasq  # noqa: E402
+
+HTTP = free_port()
+DNS = free_port()
+TARGET = "web.apps.example.com"
+
+
+def records(shop_to):
+    return [f"--host-record={TARGET},{PUBLIC}", f"--cname=shop.example.com,{shop_to}",
+            "--host-record=x.example.net,192.0.2.9", "--cname=wrong.example.com,x.example.net"]
+
+
+def conf(s):
+    c = apps_conf(s)
+    c["apps"].update({"public_address": PUBLIC, "ports": "20000-20100", "apps_domain": "apps.example.com",
+                      "resolver": f"127.0.0.1:{DNS}", "http_listen": f"127.0.0.1:{HTTP}", "tls_listen": "",
+                      "verify_pending_sec": "10"})
+    return c
+
+
+def page(host):
+    """(status, body) of GET / through HAProxy with Host: host."""
+    c = http.client.HTTPConnection("127.0.0.1", HTTP, timeout=5)
+    try:
+        c.request("GET", "/", headers={"Host": host})
+        r = c.getresponse()
+        return r.status, r.read().decode(errors="replace").strip()
+    finally:
+        c.close()
+
+
+def routed(host):
+    return page(host) == (200, "web")
+
+
+@needs("root", "netns")
+@with_setup(agent_conf=conf)
+def domains(s):
+    need_root()
+    dns = Dnsmasq(records(TARGET), port=DNS)
+    try:
+        run(s, dns)
+    finally:
+        dns.close()
+        stop_haproxy(s)
+
+
+def stop_haproxy(s):
+    """HAProxy outlives the agent on purpose (routes survive its restarts): the test ends it."""
+    try:
+        with open(os.path.join(s.agent.state_dir, "haproxy", "haproxy.pid")) as f:
+            pid = int(f.read().split()[0])
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read()
+                 or "\nState:\tZ" in open(f"/proc/{pid}/status").read(), 10, "haproxy stopped")
+    except (OSError, ValueError):
+        pass
+
+
+def run(s, dns):
+    app = str(uuid.uuid4())
+    start(s, app, "web")
+
+    ids = {}
+
+    def add(name):
+        ids[name.split(".")[0]] = str(uuid.uuid4())
+        return ok(app_job(s, "app.exposure.add", app, {"exposureId": ids[name.split(".")[0]], "type": "domain",
+                                                          "hostname": name, "containerPort": 8080,
+                                                          "protocol": "http"}))
+
+    def verify(eid):
+        return ok(app_job(s, "app.exposure.verify", app, {"exposureId": ids[eid]}, timeout=30))
+
+    e = add("shop.example.com")
+    check(not e["isDomainVerified"] and e["verificationTarget"] == TARGET, e)
+    check(page("shop.example.com")[0] == 404, "a pending domain is routed")
+    v = verify("shop")
+    check(v["isDomainVerified"] and not v["verificationError"], v)
+    wait_for(lambda: routed("shop.example.com"), 5, "shop.example.com routed to the app")
+    check(routed("SHOP.example.com:80"), "Host is matched without case and port")
+
+    # Wrong records: not routed, and the reason says what was found.
+    add("wrong.example.com")
+    v = verify("wrong")
+    check(not v["isDomainVerified"] and "CNAME points at x.example.net" in v["verificationError"] and
+          TARGET in v["verificationError"], v)
+    add("nx.example.com")
+    v = verify("nx")
+    check(not v["isDomainVerified"] and "NXDOMAIN" in v["verificationError"], v)
+    check(page("wrong.example.com")[0] == 404 and page("nx.example.com")[0] == 404, "unverified routed")
+
+    # The record now points elsewhere: the next check un-routes it and says so.
+    dns.close()
+    dns.__init__(records("x.example.net"), port=DNS)
+    v = verify("shop")
+    check(not v["isDomainVerified"] and "x.example.net" in v["verificationError"], v)
+    wait_for(lambda: page("shop.example.com")[0] == 404, 5, "shop.example.com un-routed")
+
+    # Pointed back: the periodic re-check (every 10 s here) routes it on its own.
+    dns.close()
+    dns.__init__(records(TARGET), port=DNS)
+    wait_for(lambda: routed("shop.example.com"), 30, "the re-check routed shop.example.com again")
+    wait_for(lambda: any(e["data"].get("hostname") == "shop.example.com" and e["data"]["isDomainVerified"]
+                         for e in events(s, "exposure.verified", app)), 10, "exposure.verified reported")
+
+    # Deleting the app un-routes its domains.
+    ok(app_job(s, "app.delete", app))
+    check(page("shop.example.com")[0] == 404, "a deleted app's domain is still routed")
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases({f.__name__: f for f in [domains]}))
