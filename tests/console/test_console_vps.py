@@ -18,7 +18,8 @@ from nodeagent_harness import BUILD, SRC, Skip, check, needs, run_cases, wait_fo
 from test_console import Console, app_or_vps_job, failed, ok, wait_closed_event  # noqa: E402
 
 VMREAL = os.path.join(SRC, "tests", "vm-real")
-GUEST = os.environ.get("NA_VMREAL_GUEST_DIR") or os.path.join(BUILD, "tests", "console", "guest")
+# The same cached guest as test-vm-real (guest.sh locks its directory: one build, one download).
+GUEST = os.environ.get("NA_VMREAL_GUEST_DIR") or os.path.join(BUILD, "tests", "vm-real", "guest")
 LIBVIRTD_DIR = os.environ.get("NA_VMREAL_LIBVIRTD_DIR") or "/run/nodeagent-vmreal"
 VPS = str(uuid.uuid4())
 PLAN = {"cpuCores": 1, "cpuThreads": 1, "ramMB": 256, "storageMB": 256, "networkSpeedLimitMbps": 0,
