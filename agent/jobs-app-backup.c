@@ -31,12 +31,8 @@ static int begin(struct job_ctx *ctx, struct backup_job *j, struct na_error *err
 {
         j->s = job_services(ctx);
         j->id = job_target_id(ctx);
-        if (!j->s || !j->s->app) {
-                const char *why = j->s && j->s->apps_off_reason[0] ? j->s->apps_off_reason : "no container runtime";
-                na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: apps are off on this node: %s", j->id, why);
-                na_error_detail(err, "reason", json_string(why));
+        if (services_apps_on(j->s, j->id, err) < 0)
                 return -ENOTSUP;
-        }
         if (!j->s->app->backup_create)
                 return na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: the %s driver has no backups", j->id,
                                     j->s->app->name);

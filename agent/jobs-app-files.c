@@ -25,12 +25,8 @@ static int volume(struct job_ctx *ctx, struct app_fs **ret, struct na_error *err
 {
         const struct agent_services *s = job_services(ctx);
         const char *id = job_target_id(ctx);
-        if (!s || !s->app) {
-                const char *why = s && s->apps_off_reason[0] ? s->apps_off_reason : "no container runtime";
-                na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: apps are off on this node: %s", id, why);
-                na_error_detail(err, "reason", json_string(why));
+        if (services_apps_on(s, id, err) < 0)
                 return -ENOTSUP;
-        }
         int r = job_checkpoint(ctx, err);
         return r < 0 ? r : s->app->files(s->app_conn, id, ret, err);
 }

@@ -60,12 +60,8 @@ static int set_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_er
         int r = check(p, err);
         if (r < 0)
                 return r;
-        if (!s || !s->app) {
-                const char *why = s && s->apps_off_reason[0] ? s->apps_off_reason : "no container runtime";
-                na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: apps are off on this node: %s", id, why);
-                na_error_detail(err, "reason", json_string(why));
+        if (services_apps_on(s, id, err) < 0)
                 return -ENOTSUP;
-        }
         if (!s->app->sftp_target)
                 return na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: the app driver has no SFTP", id);
         unsigned port = agent_sftp_port(s->config);

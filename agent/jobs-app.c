@@ -24,13 +24,8 @@ static int begin(struct job_ctx *ctx, struct app_job *j, struct na_error *err)
 {
         const struct agent_services *s = job_services(ctx);
         j->id = job_target_id(ctx);
-        if (!s || !s->app) {
-                const char *why = s && s->apps_off_reason[0] ? s->apps_off_reason : "no container runtime";
-                na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: apps are off on this node: %s", j->id[0] ? j->id : "-",
-                             why);
-                na_error_detail(err, "reason", json_string(why));
+        if (services_apps_on(s, j->id, err) < 0)
                 return -ENOTSUP;
-        }
         j->app = s->app;
         j->conn = s->app_conn;
         j->progress = job_na_progress(ctx);

@@ -480,3 +480,13 @@ void services_transfer_options(const struct agent_services *s, struct transfer_o
         if (cfg->apps_transfer_part_size_mb > 0)
                 ret->part_size = (uint64_t)cfg->apps_transfer_part_size_mb << 20;
 }
+
+int services_apps_on(const struct agent_services *s, const char *id, struct na_error *err)
+{
+        if (s && s->app)
+                return 0;
+        const char *why = s && s->apps_off_reason[0] ? s->apps_off_reason : "no container runtime";
+        na_error_set(err, ENOTSUP, NA_E_DRIVER, "app %s: apps are off on this node: %s", id && *id ? id : "-", why);
+        na_error_detail(err, "reason", json_string(why));
+        return -ENOTSUP;
+}

@@ -83,3 +83,9 @@ struct transfer_options;
  * configuration, which outlives every job.
  */
 void services_transfer_options(const struct agent_services *s, struct transfer_options *ret);
+
+/*
+ * 0 when s has an app driver, else -ENOTSUP with err DRIVER_ERROR naming app id ("-"
+ * when empty) and, in details.reason, why apps are off on this node. s may be NULL.
+ */
+int services_apps_on(const struct agent_services *s, const char *id, struct na_error *err);
