@@ -206,6 +206,7 @@ int app_oci_remove(struct app_conn *c, const char *id, struct na_error *err)
                 pthread_mutex_lock(&a->st_lock);
                 a->removed = true; /* kept in the list until close: the watcher may hold it */
                 pthread_mutex_unlock(&a->st_lock);
+                app_oci_managed_route(c, a, false);
                 r = remove_files(c, id, a->dir, err);
                 if (c->o.on_cgroup)
                         c->o.on_cgroup(c->o.userdata, id, NULL, 0, 0);

@@ -138,6 +138,9 @@ int app_oci_exposure_verify(struct app_conn *c, const char *id, const char *expo
                             struct na_error *err);
 int app_oci_net_open(struct app_conn *c, struct na_error *err);
 int app_oci_address(struct app_conn *c, const char *id, char buf[16], struct na_error *err);
+/* The app's managed hostname <hostname>.<apps_domain> routed to its first template port
+ * (add) or no longer (remove), through the routes hook when there is one. Best effort. */
+void app_oci_managed_route(struct app_conn *c, const struct app *a, bool add);
 
 /* app-oci-deploy.c, app-oci-images.c */
 int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_deploy *d,

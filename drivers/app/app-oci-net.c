@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "drivers/app-routes.h"
 #include "drivers/app/app-net.h"
 #include "drivers/app/app-oci-internal.h"
 
@@ -103,4 +104,22 @@ int app_oci_address(struct app_conn *c, const char *id, char buf[16], struct na_
         if (!app_get(c, id, err))
                 return -ENOENT;
         return app_net_address(c->net, id, buf, err);
+}
+
+void app_oci_managed_route(struct app_conn *c, const struct app *a, bool add)
+{
+        const struct app_routes *rt = c->o.routes;
+        if (!rt || !c->o.apps_domain || !*c->o.apps_domain || a->deploy->tmpl.n_ports == 0)
+                return;
+        char name[300], addr[16];
+        int n = snprintf(name, sizeof(name), "%s.%s", a->deploy->hostname, c->o.apps_domain);
+        if (n < 0 || (size_t)n >= sizeof(name))
+                return;
+        struct na_error e = NA_ERROR_INIT;
+        if (!add) {
+                if (rt->route_remove)
+                        (void)rt->route_remove(rt->userdata, a->id, "managed", name, &e);
+        } else if (rt->route_add && app_net_address(c->net, a->id, addr, &e) >= 0)
+                (void)rt->route_add(rt->userdata, a->id, "managed", name, addr, a->deploy->tmpl.ports[0], &e);
+        na_error_clear(&e); /* a router that fails leaves the hostname as it was; the app runs regardless */
 }

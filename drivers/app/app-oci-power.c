@@ -175,6 +175,7 @@ int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct n
                 r = write_bundle(c, a, netns, net_dir, err);
         if (r < 0)
                 return r;
+        app_oci_managed_route(c, a, true);
         struct na_error e = NA_ERROR_INIT;
         (void)app_crun_delete(&c->crun, cid, &e); /* a container a killed monitor left behind */
         na_error_clear(&e);

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 sys.path.insert(0, os.path.join(HERE, "..", "app-routes"))
 from nodeagent_harness import check, free_port, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_apps import apps_conf, app_job, events, need_root, ok  # noqa: E402
-from test_app_net import PUBLIC, start  # noqa: E402
+from test_app_net import PUBLIC, server_params  # noqa: E402
 from test_dns import Dnsmasq  # noqa: E402
 
 HTTP = free_port()
@@ -80,7 +80,13 @@ def stop_haproxy(s):
 
 def run(s, dns):
     app = str(uuid.uuid4())
-    start(s, app, "web")
+    params = server_params("web")
+    params["template"]["ports"] = [8080]  # the managed hostname goes to the first port
+    ok(app_job(s, "app.deploy", app, params, timeout=120))
+    ok(app_job(s, "app.power", app, {"action": "start"}))
+    wait_for(lambda: ok(app_job(s, "app.status", app))["state"] == "running", 15, "web running")
+    # The managed hostname is routed from the start, no DNS involved.
+    wait_for(lambda: routed(TARGET), 5, f"{TARGET} routed")
 
     ids = {}
 
@@ -125,9 +131,10 @@ def run(s, dns):
     wait_for(lambda: any(e["data"].get("hostname") == "shop.example.com" and e["data"]["isDomainVerified"]
                          for e in events(s, "exposure.verified", app)), 10, "exposure.verified reported")
 
-    # Deleting the app un-routes its domains.
+    # Deleting the app un-routes its domains and its managed hostname.
     ok(app_job(s, "app.delete", app))
     check(page("shop.example.com")[0] == 404, "a deleted app's domain is still routed")
+    check(page(TARGET)[0] == 404, "a deleted app's managed hostname is still routed")
 
 
 if __name__ == "__main__":
