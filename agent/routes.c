@@ -2,6 +2,7 @@
 #include "agent/routes.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,11 +64,48 @@ static int route_remove(void *userdata, const char *app_id, const char *exposure
         return k;
 }
 
+/*
+ * Domain routing turned off ([apps] haproxy = "" or no apps_domain) is how the operator
+ * asks for HAProxy to stop: a master an earlier agent started from this state
+ * directory (its pid file, and its command line naming our configuration) is ended.
+ */
+static void stop_left_haproxy(const struct agent_config *cfg)
+{
+        char path[4200], cmdline[8192], want[4300];
+        snprintf(path, sizeof(path), "%s/haproxy/haproxy.pid", cfg->state_dir);
+        FILE *f = fopen(path, "re");
+        long pid = 0;
+        if (!f)
+                return;
+        if (fscanf(f, "%ld", &pid) != 1)
+                pid = 0;
+        fclose(f);
+        if (pid <= 1)
+                return;
+        snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+        f = fopen(path, "re");
+        if (!f)
+                return;
+        size_t n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < n; i++)
+                if (!cmdline[i])
+                        cmdline[i] = ' ';
+        cmdline[n] = '\0';
+        snprintf(want, sizeof(want), "%s/haproxy/haproxy.cfg", cfg->state_dir);
+        if (!strstr(cmdline, "haproxy") || !strstr(cmdline, want))
+                return;
+        if (kill((pid_t)pid, SIGTERM) == 0)
+                log_info("domain routing is off: stopped the HAProxy (pid %ld) an earlier agent started", pid);
+}
+
 int agent_routes_open(const struct agent_config *cfg, struct agent_routes **ret, struct na_error *err)
 {
         *ret = NULL;
-        if (!cfg->apps_apps_domain || !cfg->apps_haproxy || !*cfg->apps_haproxy)
+        if (!cfg->apps_apps_domain || !cfg->apps_haproxy || !*cfg->apps_haproxy) {
+                stop_left_haproxy(cfg);
                 return 0;
+        }
         struct agent_routes *r = calloc(1, sizeof(*r));
         if (!r)
                 return na_error_sys(err, ENOMEM, "domain routing");
@@ -145,26 +183,38 @@ void agent_routes_recheck(struct agent_routes *r, bool routed_too)
                 if (id)
                         recheck_app(r, id, routed_too);
         }
-        (void)app_haproxy_ensure_running(r->hap, &err); /* restarted here if it died */
-        na_error_clear(&err);
 }
+
+/* HAProxy is looked at every HAPROXY_WATCH_SEC (started again if it died); domains on their own schedule. */
+#define HAPROXY_WATCH_SEC 10
 
 static void *recheck_thread(void *arg)
 {
         struct agent_routes *r = arg;
-        unsigned every = r->routed_sec / (r->pending_sec ? r->pending_sec : 1);
-        for (unsigned tick = 1;; tick++) {
+        uint64_t t = 0, next_pending = r->pending_sec, next_routed = r->routed_sec;
+        for (;;) {
                 pthread_mutex_lock(&r->lock);
                 struct timespec until;
                 clock_gettime(CLOCK_REALTIME, &until);
-                until.tv_sec += r->pending_sec;
+                until.tv_sec += HAPROXY_WATCH_SEC;
                 while (!r->stop && pthread_cond_timedwait(&r->cond, &r->lock, &until) == 0)
                         ;
                 bool stop = r->stop;
                 pthread_mutex_unlock(&r->lock);
                 if (stop)
                         return NULL;
-                agent_routes_recheck(r, every == 0 || tick % every == 0);
+                t += HAPROXY_WATCH_SEC;
+                struct na_error err = NA_ERROR_INIT;
+                if (app_haproxy_ensure_running(r->hap, &err) < 0)
+                        log_error("domain routing: haproxy: %s", err.message);
+                na_error_clear(&err);
+                if (t < next_pending)
+                        continue;
+                bool routed_too = t >= next_routed;
+                agent_routes_recheck(r, routed_too);
+                next_pending = t + r->pending_sec;
+                if (routed_too)
+                        next_routed = t + r->routed_sec;
         }
 }
 

@@ -3,7 +3,8 @@
  * struct app_routes (drivers/app-routes.h) with the DNS verifier
  * (drivers/app/app-dns.h) and the agent's own HAProxy (drivers/app/app-haproxy.h),
  * and re-checks domains on a thread of its own: pending ones every
- * [apps] verify_pending_sec, routed ones every verify_routed_sec. A pending domain
+ * [apps] verify_pending_sec, routed ones every verify_routed_sec; the same thread
+ * starts HAProxy again within 10 s when it died. A pending domain
  * whose check succeeds is routed and reported (exposure.verified); a routed one that
  * no longer points at the node is un-routed and reported (exposure.unverified, an
  * extension: proto/README.md). A check that got no usable answer (timeout, SERVFAIL)
@@ -15,7 +16,10 @@
  *   agent_routes_stop(routes);                   // the thread ends: before the app driver closes
  *   agent_routes_close(routes);                  // after it; HAProxy keeps running (routes survive)
  *
- * Off (open answers 0 with *ret NULL) unless [apps] apps_domain and haproxy are set.
+ * Off (open answers 0 with *ret NULL) unless [apps] apps_domain and haproxy are set;
+ * HAProxy outlives agent restarts on purpose, and turning domain routing off in the
+ * configuration is how an operator stops it: open then ends the one an earlier agent
+ * started from this state directory.
  */
 #pragma once
 

@@ -72,8 +72,7 @@ def stop_haproxy(s):
         with open(os.path.join(s.agent.state_dir, "haproxy", "haproxy.pid")) as f:
             pid = int(f.read().split()[0])
         os.kill(pid, signal.SIGTERM)
-        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read()
-                 or "\nState:\tZ" in open(f"/proc/{pid}/status").read(), 10, "haproxy stopped")
+        wait_for(lambda: not alive(pid), 10, "haproxy stopped")
     except (OSError, ValueError):
         pass
 
@@ -131,10 +130,49 @@ def run(s, dns):
     wait_for(lambda: any(e["data"].get("hostname") == "shop.example.com" and e["data"]["isDomainVerified"]
                          for e in events(s, "exposure.verified", app)), 10, "exposure.verified reported")
 
+    # HAProxy dies: the agent starts it again (within 10 s) with every route.
+    pid = haproxy_pid(s)
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: haproxy_pid(s) not in (None, pid) and routed("shop.example.com") and routed(TARGET), 30,
+             "HAProxy started again with its routes")
+    # The agent restarts: HAProxy and its routes carry on untouched (same master).
+    pid = haproxy_pid(s)
+    s.agent.stop()
+    check(routed("shop.example.com"), "routes survive the agent's stop")
+    s.agent.start()
+    check(haproxy_pid(s) == pid and routed("shop.example.com"), "the agent adopted the running HAProxy")
+
     # Deleting the app un-routes its domains and its managed hostname.
     ok(app_job(s, "app.delete", app))
     check(page("shop.example.com")[0] == 404, "a deleted app's domain is still routed")
     check(page(TARGET)[0] == 404, "a deleted app's managed hostname is still routed")
+
+    # The operator turns domain routing off: the next agent start stops HAProxy.
+    pid = haproxy_pid(s)
+    s.agent.stop()
+    with open(s.agent.conf) as f:
+        text = f.read().replace("apps_domain = apps.example.com\n", "")
+    with open(s.agent.conf, "w") as f:
+        f.write(text)
+    s.agent.start()
+    wait_for(lambda: not alive(pid), 10, "HAProxy stopped once domain routing is off")
+
+
+def haproxy_pid(s):
+    try:
+        with open(os.path.join(s.agent.state_dir, "haproxy", "haproxy.pid")) as f:
+            pid = int(f.read().split()[0])
+        return pid if alive(pid) else None
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "\nState:\tZ" not in f.read()
+    except OSError:
+        return False
 
 
 if __name__ == "__main__":
