@@ -264,7 +264,44 @@ class Setup:
         if failed:
             sys.stderr.write(f"---- agent log ({self.agent.log_path}):\n{self.agent.log_text()[-6000:]}\n")
         else:
+            reap_leftovers(self.tmp)
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def reap_leftovers(tmp):
+    """What a test's agent leaves running on purpose (apps outlive their agent, HAProxy
+    too): containers, monitors, HAProxy, found by the test's own directory in their
+    command line or crun's state; then the mounts under it, lazily. Nothing else is
+    touched."""
+    crun_root = os.path.join(tmp, "state", "apps", "crun")
+    if os.geteuid() == 0 and os.path.isdir(crun_root):
+        ids = subprocess.run(["/usr/bin/crun", "--root", crun_root, "list", "-q"], capture_output=True,
+                             text=True).stdout.split()
+        for cid in ids:
+            subprocess.run(["/usr/bin/crun", "--root", crun_root, "kill", "--all", cid, "KILL"], capture_output=True)
+            subprocess.run(["/usr/bin/crun", "--root", crun_root, "delete", "-f", cid], capture_output=True)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if tmp.encode() + b"/" in cmd:
+            try:
+                os.kill(int(pid), 9)
+            except OSError:
+                pass
+    if os.geteuid() == 0:
+        try:
+            with open("/proc/self/mountinfo") as f:
+                points = [line.split()[4] for line in f]
+        except OSError:
+            points = []
+        for mp in reversed(points):
+            if mp.startswith(tmp + "/"):
+                subprocess.run(["/usr/bin/umount", "-l", mp], capture_output=True)
 
 
 def private_netns():
