@@ -1,7 +1,10 @@
 #include "common/fileio.h"
+#include "common/timeutil.h"
 
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -192,4 +195,21 @@ int na_fsync_path(const char *path, struct na_error *err)
         if (fsync(fd) < 0)
                 return na_error_sys(err, errno, "fsync %s", path);
         return 0;
+}
+
+int na_wait_fd(int fd, short events, long long deadline_ms)
+{
+        for (;;) {
+                long long left = deadline_ms - na_now_mono_ms();
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                struct pollfd p = { fd, events, 0 };
+                int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n > 0)
+                        return 0;
+        }
 }

@@ -41,3 +41,8 @@ int na_unlink(const char *path, struct na_error *err);
 json_t *na_json_load(const char *path, size_t max);
 /* fsync a file by path. */
 int na_fsync_path(const char *path, struct na_error *err);
+/*
+ * poll fd for events until deadline (na_now_mono_ms() clock), retrying EINTR: 0 when
+ * ready, -ETIMEDOUT, or -errno. fd -1 only waits until the deadline.
+ */
+int na_wait_fd(int fd, short events, long long deadline_ms);

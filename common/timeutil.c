@@ -101,3 +101,8 @@ bool na_parse_time_ms(const char *s, int64_t *ret_ms)
         *ret_ms = t * 1000 + ms;
         return true;
 }
+
+long long na_now_mono_ms(void)
+{
+        return (long long)(na_now_mono_us() / 1000);
+}

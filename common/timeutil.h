@@ -7,6 +7,7 @@
 #define NA_MSEC_PER_SEC 1000ULL
 
 uint64_t na_now_mono_us(void);     /* CLOCK_MONOTONIC in microseconds */
+long long na_now_mono_ms(void);    /* CLOCK_MONOTONIC in milliseconds (deadlines of na_wait_fd) */
 uint64_t na_now_real_ms(void);     /* CLOCK_REALTIME in milliseconds since the epoch */
 
 /* RFC 3339 UTC with milliseconds: "2026-11-21T10:00:03.123Z" (buf of at least 32). */

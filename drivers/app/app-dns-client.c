@@ -13,16 +13,11 @@
 #include <time.h>
 
 #include "common/macro.h"
+#include "common/timeutil.h"
+#include "common/fileio.h"
 #include "drivers/app/app-dns-internal.h"
 
 #define RETRY_MS 1000
-
-long long app_dns_now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* "ADDR", "ADDR:PORT", "[V6]:PORT", "V6" into s (appended). */
 static int add_server(struct app_dns_servers *s, const char *text)
@@ -114,24 +109,6 @@ int app_dns_servers_from(const struct app_dns_options *o, struct app_dns_servers
         return 0;
 }
 
-/* Wait for fd up to deadline; 0 ready, -ETIMEDOUT. */
-static int wait_fd(int fd, short ev, long long deadline)
-{
-        for (;;) {
-                long long left = deadline - app_dns_now_ms();
-                if (left <= 0)
-                        return -ETIMEDOUT;
-                struct pollfd p = { fd, ev, 0 };
-                int n = poll(&p, 1, (int)left);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n > 0)
-                        return 0;
-        }
-}
-
 static bool matches(const struct app_dns_msg *m, uint16_t id, const char *qname, uint16_t type)
 {
         return m->qr && m->id == id && m->qtype == type && m->qclass == APP_DNS_C_IN && streq(m->qname, qname);
@@ -146,7 +123,7 @@ static int query_tcp(const struct app_dns_servers *s, size_t i, const uint8_t *q
         if (connect(fd, (const struct sockaddr *)&s->addr[i], s->len[i]) < 0) {
                 if (errno != EINPROGRESS)
                         return -errno;
-                int r = wait_fd(fd, POLLOUT, deadline);
+                int r = na_wait_fd(fd, POLLOUT, deadline);
                 if (r < 0)
                         return r;
                 int e = 0;
@@ -162,7 +139,7 @@ static int query_tcp(const struct app_dns_servers *s, size_t i, const uint8_t *q
         for (size_t off = 0; off < qlen + 2;) {
                 ssize_t k = send(fd, out + off, qlen + 2 - off, MSG_NOSIGNAL);
                 if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-                        int r = wait_fd(fd, POLLOUT, deadline);
+                        int r = na_wait_fd(fd, POLLOUT, deadline);
                         if (r < 0)
                                 return r;
                         continue;
@@ -178,7 +155,7 @@ static int query_tcp(const struct app_dns_servers *s, size_t i, const uint8_t *q
         while (have < want) {
                 ssize_t k = recv(fd, buf + have, want - have, 0);
                 if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-                        int r = wait_fd(fd, POLLIN, deadline);
+                        int r = na_wait_fd(fd, POLLIN, deadline);
                         if (r < 0)
                                 return r;
                         continue;
@@ -201,7 +178,7 @@ int app_dns_query(const struct app_dns_servers *s, const char *name, uint16_t ty
 {
         uint16_t id;
         if (getrandom(&id, sizeof(id), 0) != sizeof(id))
-                id = (uint16_t)(app_dns_now_ms() * 2654435761u);
+                id = (uint16_t)(na_now_mono_ms() * 2654435761u);
         uint8_t q[512];
         size_t qlen;
         int r = app_dns_build_query(id, name, type, q, sizeof(q), &qlen);
@@ -210,22 +187,22 @@ int app_dns_query(const struct app_dns_servers *s, const char *name, uint16_t ty
         char qname[256];
         (void)app_dns_name_normalize(name, qname);
         int last = -ETIMEDOUT;
-        for (size_t attempt = 0; app_dns_now_ms() < deadline; attempt++) {
+        for (size_t attempt = 0; na_now_mono_ms() < deadline; attempt++) {
                 size_t i = attempt % s->n;
                 _cleanup_close_ int fd = socket(s->addr[i].ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
                 if (fd < 0)
                         return -errno;
-                long long until = app_dns_now_ms() + RETRY_MS;
+                long long until = na_now_mono_ms() + RETRY_MS;
                 if (until > deadline)
                         until = deadline;
                 if (connect(fd, (const struct sockaddr *)&s->addr[i], s->len[i]) < 0 ||
                     send(fd, q, qlen, MSG_NOSIGNAL) < 0) {
                         last = -errno;
                         /* an unreachable server is no answer: wait out this try as for silence */
-                        (void)wait_fd(-1, 0, until);
+                        (void)na_wait_fd(-1, 0, until);
                         continue;
                 }
-                while (wait_fd(fd, POLLIN, until) == 0) {
+                while (na_wait_fd(fd, POLLIN, until) == 0) {
                         uint8_t buf[4096];
                         ssize_t k = recv(fd, buf, sizeof(buf), 0);
                         if (k < 0) {

@@ -78,4 +78,3 @@ int app_dns_servers_from(const struct app_dns_options *o, struct app_dns_servers
 int app_dns_query(const struct app_dns_servers *s, const char *name, uint16_t type, long long deadline_ms,
                   struct app_dns_msg *ret);
 
-long long app_dns_now_ms(void);

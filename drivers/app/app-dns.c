@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/timeutil.h"
 #include "drivers/app/app-dns-internal.h"
 
 #define CHAIN_MAX 8
@@ -315,7 +316,7 @@ int app_dns_verify(const struct app_dns_options *o, const char *hostname, const 
         c.msg = malloc(sizeof(*c.msg));
         if (!c.msg)
                 return na_error_sys(err, ENOMEM, "dns: %s", host);
-        c.deadline = app_dns_now_ms() + c.timeout_ms;
+        c.deadline = na_now_mono_ms() + c.timeout_ms;
         memset(ret, 0, sizeof(*ret));
         verify(&c, host, tgt);
         free(c.msg);

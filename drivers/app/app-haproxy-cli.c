@@ -11,37 +11,14 @@
 #include <time.h>
 
 #include "common/fileio.h"
+#include "common/timeutil.h"
 #include "drivers/app/app-haproxy-internal.h"
 
 #define CLI_REPLY_MAX (16u << 20)
 
-static long long now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int wait_fd(int fd, short events, long long deadline)
-{
-        for (;;) {
-                long long left = deadline - now_ms();
-                if (left <= 0)
-                        return -ETIMEDOUT;
-                struct pollfd p = { fd, events, 0 };
-                int n = poll(&p, 1, (int)left);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n > 0)
-                        return 0;
-        }
-}
-
 int app_haproxy_cli(const char *sock_path, const char *cmd, unsigned timeout_ms, char **ret, struct na_error *err)
 {
-        long long deadline = now_ms() + timeout_ms;
+        long long deadline = na_now_mono_ms() + timeout_ms;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (strlen(sock_path) >= sizeof(sa.sun_path))
                 return na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL, "haproxy runtime API: socket path %s too long",
@@ -53,7 +30,7 @@ int app_haproxy_cli(const char *sock_path, const char *cmd, unsigned timeout_ms,
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
                 if (errno != EINPROGRESS && errno != EAGAIN)
                         return na_error_sys(err, errno, "haproxy runtime API: connect %s", sock_path);
-                int r = wait_fd(fd, POLLOUT, deadline);
+                int r = na_wait_fd(fd, POLLOUT, deadline);
                 if (r < 0)
                         return na_error_sys(err, -r, "haproxy runtime API: connect %s", sock_path);
         }
@@ -64,7 +41,7 @@ int app_haproxy_cli(const char *sock_path, const char *cmd, unsigned timeout_ms,
         while (off < len) {
                 ssize_t k = send(fd, line + off, len - off, MSG_NOSIGNAL);
                 if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-                        int r = wait_fd(fd, POLLOUT, deadline);
+                        int r = na_wait_fd(fd, POLLOUT, deadline);
                         if (r < 0)
                                 return na_error_sys(err, -r, "haproxy runtime API: send to %s", sock_path);
                         continue;
@@ -88,7 +65,7 @@ int app_haproxy_cli(const char *sock_path, const char *cmd, unsigned timeout_ms,
                 }
                 ssize_t k = recv(fd, out + out_len, out_cap - out_len - 1, 0);
                 if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-                        int r = wait_fd(fd, POLLIN, deadline);
+                        int r = na_wait_fd(fd, POLLIN, deadline);
                         if (r < 0)
                                 return na_error_sys(err, -r, "haproxy runtime API: no answer from %s", sock_path);
                         continue;
