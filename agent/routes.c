@@ -71,8 +71,9 @@ static int route_remove(void *userdata, const char *app_id, const char *exposure
  */
 static void stop_left_haproxy(const struct agent_config *cfg)
 {
-        char path[4200], cmdline[8192], want[4300];
+        char path[4200], cfg_path[4200];
         snprintf(path, sizeof(path), "%s/haproxy/haproxy.pid", cfg->state_dir);
+        snprintf(cfg_path, sizeof(cfg_path), "%s/haproxy/haproxy.cfg", cfg->state_dir);
         FILE *f = fopen(path, "re");
         long pid = 0;
         if (!f)
@@ -80,20 +81,7 @@ static void stop_left_haproxy(const struct agent_config *cfg)
         if (fscanf(f, "%ld", &pid) != 1)
                 pid = 0;
         fclose(f);
-        if (pid <= 1)
-                return;
-        snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
-        f = fopen(path, "re");
-        if (!f)
-                return;
-        size_t n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
-        fclose(f);
-        for (size_t i = 0; i < n; i++)
-                if (!cmdline[i])
-                        cmdline[i] = ' ';
-        cmdline[n] = '\0';
-        snprintf(want, sizeof(want), "%s/haproxy/haproxy.cfg", cfg->state_dir);
-        if (!strstr(cmdline, "haproxy") || !strstr(cmdline, want))
+        if (pid <= 1 || pid > 4194304 || !app_haproxy_is_master(cfg_path, (pid_t)pid))
                 return;
         if (kill((pid_t)pid, SIGTERM) == 0)
                 log_info("domain routing is off: stopped the HAProxy (pid %ld) an earlier agent started", pid);

@@ -78,7 +78,9 @@ int na_read_file(const char *path, size_t max, char **ret, size_t *ret_len, stru
         if (S_ISREG(st.st_mode) && (size_t)st.st_size > max)
                 return na_error_set(err, EFBIG, NA_E_INTERNAL, "%s: larger than %zu bytes", path, max);
 
-        size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096, len = 0;
+        /* procfs and sysfs files say size 0: one read of a page, not one byte per read (a
+         * /proc/PID/cmdline read in pieces mixes two programs when PID execs between them). */
+        size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, len = 0;
         _cleanup_free_ char *buf = malloc(cap);
         if (!buf)
                 return na_error_sys(err, ENOMEM, "read %s", path);

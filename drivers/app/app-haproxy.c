@@ -32,38 +32,58 @@ static void sleep_ms(unsigned ms)
                 ;
 }
 
-/* pid runs (not a zombie) and is a haproxy whose command line has "-f <our cfg>". */
-static bool is_our_master(const struct app_haproxy *h, pid_t pid)
+/*
+ * pid runs (not a zombie) and is a haproxy whose command line has "-f <cfg_path>".
+ * HAProxy's master re-executes itself right after it forked its first worker (and at
+ * every reload); during that execve its command line reads empty or cut short for a
+ * moment. Such a command line of a live process is read again (up to 200 ms), never
+ * taken for "not ours": that answer once made a start report "no master runs" while
+ * it ran.
+ */
+bool app_haproxy_is_master(const char *cfg_path, pid_t pid)
 {
         if (pid <= 1)
                 return false;
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        _cleanup_free_ char *stat = NULL;
-        struct na_error e = NA_ERROR_INIT;
-        if (na_read_file(path, 4096, &stat, NULL, &e) < 0) {
-                na_error_clear(&e);
+        for (unsigned tries = 0;; tries++) {
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+                _cleanup_free_ char *stat = NULL;
+                struct na_error e = NA_ERROR_INIT;
+                if (na_read_file(path, 4096, &stat, NULL, &e) < 0) {
+                        na_error_clear(&e);
+                        return false;
+                }
+                const char *rp = strrchr(stat, ')');
+                if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X')
+                        return false;
+                snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+                _cleanup_free_ char *cmd = NULL;
+                size_t len = 0;
+                if (na_read_file(path, 65536, &cmd, &len, &e) < 0) {
+                        na_error_clear(&e);
+                        return false;
+                }
+                if (len == 0 || cmd[len - 1] != '\0') { /* mid-exec: empty, or cut short */
+                        if (tries >= 100)
+                                return false;
+                        sleep_ms(2);
+                        continue;
+                }
+                bool prev_f = false;
+                for (size_t i = 0; i < len;) {
+                        const char *arg = cmd + i;
+                        if (prev_f && streq(arg, cfg_path))
+                                return true;
+                        prev_f = streq(arg, "-f");
+                        i += strlen(arg) + 1;
+                }
                 return false;
         }
-        const char *rp = strrchr(stat, ')');
-        if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X')
-                return false;
-        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-        _cleanup_free_ char *cmd = NULL;
-        size_t len = 0;
-        if (na_read_file(path, 65536, &cmd, &len, &e) < 0) {
-                na_error_clear(&e);
-                return false;
-        }
-        bool prev_f = false, found = false;
-        for (size_t i = 0; i < len;) {
-                const char *arg = cmd + i;
-                if (prev_f && streq(arg, h->cfg_path))
-                        found = true;
-                prev_f = streq(arg, "-f");
-                i += strlen(arg) + 1;
-        }
-        return found;
+}
+
+static bool is_our_master(const struct app_haproxy *h, pid_t pid)
+{
+        return app_haproxy_is_master(h->cfg_path, pid);
 }
 
 static pid_t read_pidfile(const struct app_haproxy *h)
@@ -166,11 +186,13 @@ static int start_master(struct app_haproxy *h, struct na_error *err)
         /* The launcher has exited; the master it forked writes the pid file soon after. */
         long long deadline = mono_ms() + h->timeout_ms;
         pid_t pid = read_pidfile(h);
-        while (!is_our_master(h, pid) && mono_ms() < deadline) {
+        bool ours = is_our_master(h, pid);
+        while (!ours && mono_ms() < deadline) {
                 sleep_ms(10);
                 pid = read_pidfile(h);
+                ours = is_our_master(h, pid);
         }
-        if (!is_our_master(h, pid))
+        if (!ours)
                 return na_error_set(err, ESRCH, NA_E_DRIVER, "haproxy: started, but no master runs (pid file %s)",
                                     h->pid_path);
         h->pid = pid;

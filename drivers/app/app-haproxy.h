@@ -98,6 +98,8 @@ int app_haproxy_stop(struct app_haproxy *h, struct na_error *err);
 
 /* The checks set_route applies, for callers validating earlier. */
 bool app_haproxy_hostname_valid(const char *hostname);
+/* pid is a live HAProxy master started with "-f cfg_path" (read across its re-exec). */
+bool app_haproxy_is_master(const char *cfg_path, pid_t pid);
 /* Parse "ADDR:PORT" / "[V6]:PORT" into its parts (ip canonical). */
 int app_haproxy_parse_listen(const char *s, char ip[46], unsigned *port);
 
