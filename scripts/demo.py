@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """nodeagent's demo: the real agent, the local test controller over real HTTPS, and
 a few jobs sent through the long poll, printed as they come back."""
+import base64
 import json
 import os
 import subprocess
@@ -13,7 +14,8 @@ SRC = os.path.dirname(HERE)
 os.environ.setdefault("NA_SOURCE_DIR", SRC)
 os.environ.setdefault("NA_BUILD_DIR", os.path.join(SRC, "build"))
 sys.path.insert(0, os.path.join(SRC, "tests", "harness"))
-from nodeagent_harness import Setup, make_cgroup_fixture, make_vm_assets, set_cgroup_counters  # noqa: E402
+from nodeagent_harness import Setup, Skip, make_cgroup_fixture, make_vm_assets, set_cgroup_counters  # noqa: E402
+import vmreal  # noqa: E402
 
 BOLD, DIM, RED, GREEN, RESET = ("\033[1m", "\033[2m", "\033[31m", "\033[32m", "\033[0m") if sys.stdout.isatty() else ("",) * 5
 
@@ -176,6 +178,86 @@ def app_part(s):
     run_job(s, "Delete it (container, root layer, volume, output, ids)", "app.delete", target=app)
 
 
+def server_console_part():
+    """A server's live consoles need a real hypervisor (libvirt's test driver has none):
+    a real libvirtd boots the busybox TCG guest of tests/vm-real (built once from
+    Debian's kernel and busybox, then cached), a second agent on qemu:///system
+    creates it, and the relay sees its serial console and its VNC display."""
+    print(f"\n{BOLD}A server's live consoles on a real TCG guest{RESET} {DIM}(a second agent, on qemu:///system){RESET}")
+    try:
+        vmreal.prepare()
+    except Skip as e:
+        print(f"    {DIM}skipped: {e}{RESET}")
+        return True
+    except AssertionError as e:
+        print(f"    {RED}skipped: {e}{RESET}")
+        return True
+    vps_id = str(uuid.uuid4())
+    vps = {"type": "vps", "id": vps_id}
+    s = Setup(agent_conf=vmreal.agent_conf)
+    ok = False
+    try:
+        r = run_job(s, "Create console-1 from the busybox guest", "vps.create",
+                    {"name": "console-1", "hostname": "console-1", "template": vmreal.TEMPLATE,
+                     "plan": {"cpuCores": 1, "cpuThreads": 1, "ramMB": 256, "storageMB": 256,
+                              "networkSpeedLimitMbps": 0, "bandwidthLimitGb": 1000, "maxSnapshots": 1},
+                     "vmPassword": "Sup3r!secret"}, target=vps, timeout=180)
+        t0 = time.time()
+        while r and r["status"] == "succeeded" and not vmreal.booted(s, vps_id) and time.time() - t0 < 120:
+            time.sleep(0.2)
+        print(f"    {DIM}the guest printed its boot marker after {time.time() - t0:.1f} s{RESET}")
+
+        def relay_session(mode):
+            sid, token = str(uuid.uuid4()), uuid.uuid4().hex
+            relay = s.controller.admin("POST", "/admin/relay/sessions", {"sessionId": sid, "token": token})
+            run_job(s, f"Open its {mode} console", "console.open",
+                    {"sessionId": sid, "url": relay["url"], "token": token, "mode": mode, "idleSec": 60}, target=vps)
+            return sid
+
+        def received(sid, until, wait=20.0):
+            """The bytes the relay got so far, once until(bytes) holds (or after wait)."""
+            data, t_end = b"", time.time() + wait
+            while time.time() < t_end and not until(data):
+                ans = s.controller.admin("GET", f"/admin/relay/{sid}?since=0&timeout=0.3")
+                data = b"".join(base64.b64decode(m["b64"]) for m in ans["messages"] if m["op"] == "binary")
+            return data
+
+        def send(sid, raw):
+            print(f"    {DIM}relay →{RESET} {raw!r}")
+            s.controller.admin("POST", f"/admin/relay/{sid}/send", {"b64": base64.b64encode(raw).decode()})
+
+        ser = relay_session("vps-serial")
+        send(ser, b"typed on the serial console\r")
+        got = received(ser, lambda d: b"typed on the serial console" in d)
+        print(f"    {DIM}relay ←{RESET} {len(got)} byte(s) of the guest's tty, echo "
+              f"{'seen' if b'typed on the serial console' in got else 'NOT seen'}: "
+              f"{got[-60:].decode(errors='replace')!r}")
+        vnc = relay_session("vps-vnc")
+        got = received(vnc, lambda d: b"\n" in d, 10)
+        print(f"    {DIM}relay ←{RESET} {got[:12]!r} (the display's RFB greeting)")
+        if got.startswith(b"RFB 003.008"):
+            send(vnc, b"RFB 003.008\n")
+            more = received(vnc, lambda d: len(d) > 13, 10)
+            print(f"    {DIM}relay ←{RESET} security types {list(more[13:13 + more[12]]) if len(more) > 12 else []} "
+                  f"(1 = none: the display listens on the node only)")
+        print(f"    {DIM}nodeagentctl status:{RESET} " + ", ".join(
+            f"{c['mode']} {c['framesOut']} out/{c['framesIn']} in" for c in s.agent.status()["consoles"]))
+        run_job(s, "Close the VNC console", "console.close", {"sessionId": vnc}, target=vps)
+        run_job(s, "Delete the server (its serial console ends with it)", "vps.delete", target=vps, timeout=120)
+        ans = s.controller.admin("GET", f"/admin/relay/{ser}?since=0&timeout=5")
+        if ans["closed"]:
+            print(f"    {DIM}relay:{RESET} serial console closed, code {ans['closed']['code']} "
+                  f"({ans['closed']['reason']})")
+        rc = s.agent.stop()
+        print(f"second agent stopped on SIGTERM with exit status {rc}")
+        ok = True
+    finally:
+        vmreal.forget(vps_id)
+        s.close(failed=not ok)
+        vmreal.stop()
+    return ok
+
+
 def main():
     netns = "--no-netns" not in sys.argv
     s = Setup(agent_conf=conf)
@@ -242,6 +324,7 @@ def main():
         ok = True
     finally:
         s.close(failed=not ok)
+    ok = ok and server_console_part()
     return 0 if ok else 1
 
 

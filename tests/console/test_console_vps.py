@@ -6,7 +6,6 @@ VNC display (virDomainOpenGraphicsFD) to the test controller's relay as binary
 frames, and the bytes are checked both ways."""
 import base64
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -14,38 +13,13 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 sys.path.insert(0, HERE)
-from nodeagent_harness import BUILD, SRC, Skip, check, needs, run_cases, wait_for, with_setup  # noqa: E402
+from nodeagent_harness import check, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_console import Console, app_or_vps_job, failed, ok, wait_closed_event  # noqa: E402
+import vmreal  # noqa: E402
 
-VMREAL = os.path.join(SRC, "tests", "vm-real")
-# The same cached guest as test-vm-real (guest.sh locks its directory: one build, one download).
-GUEST = os.environ.get("NA_VMREAL_GUEST_DIR") or os.path.join(BUILD, "tests", "vm-real", "guest")
-LIBVIRTD_DIR = os.environ.get("NA_VMREAL_LIBVIRTD_DIR") or "/run/nodeagent-vmreal"
 VPS = str(uuid.uuid4())
 PLAN = {"cpuCores": 1, "cpuThreads": 1, "ramMB": 256, "storageMB": 256, "networkSpeedLimitMbps": 0,
         "bandwidthLimitGb": 1000, "maxSnapshots": 1}
-
-
-def libvirtd(action):
-    env = dict(os.environ, NA_LIBVIRTD_USER=str(os.getpid()))
-    return subprocess.run(["/bin/sh", os.path.join(VMREAL, "libvirtd.sh"), action, LIBVIRTD_DIR], env=env).returncode
-
-
-def before_start(s):
-    if os.geteuid() != 0:
-        raise Skip("a real libvirtd needs root")
-    r = libvirtd("start")
-    if r == 77:
-        raise Skip("libvirtd cannot run on this machine")
-    check(r == 0, f"libvirtd.sh start exited {r}")
-    s.libvirtd_started = True
-    check(subprocess.run(["/bin/sh", os.path.join(VMREAL, "guest.sh"), GUEST]).returncode == 0, "guest.sh failed")
-
-
-def conf(s):
-    return {"vm": {"uri": "qemu:///system", "templates_file": os.path.join(GUEST, "templates.json"),
-                   "images_dir": GUEST, "domain_type": "qemu", "storage_dir": os.path.join(s.tmp, "disks")},
-            "firewall": {"enabled": "false"}}
 
 
 def binary(con):
@@ -57,11 +31,10 @@ def serial_and_vnc():
     try:
         run()
     finally:
-        if os.geteuid() == 0:
-            libvirtd("stop")
+        vmreal.stop()
 
 
-@with_setup(agent_conf=conf, before_start=before_start)
+@with_setup(agent_conf=vmreal.agent_conf, before_start=vmreal.prepare)
 def run(s):
     target = {"type": "vps", "id": VPS}
     try:
@@ -71,21 +44,13 @@ def run(s):
         t0 = time.time()
         res = app_or_vps_job(s, "vps.create", target,
                              {"name": "console-1", "hostname": "console-1", "plan": PLAN,
-                              "template": {"id": "nodeagent-test-tiny", "imageSlug": "busybox-1", "os": "linux"},
+                              "template": vmreal.TEMPLATE,
                               "vmPassword": "Sup3r!secret"}, timeout=180)
         check(res["status"] == "succeeded", res)
         print(f"server created and started in {time.time() - t0:.1f}s")
         # A console on a booted guest: qemu's pty hangs up while the guest kernel brings
         # its serial port up (the agent opens it again then, for up to 15 s).
-        log = os.path.join(s.tmp, "disks", f"{VPS}-console.log")
-
-        def booted():
-            try:
-                with open(log, "rb") as f:
-                    return b"NODEAGENT-GUEST-UP" in f.read()
-            except OSError:
-                return False
-        wait_for(booted, 120, "the guest's boot marker in its console log")
+        wait_for(lambda: vmreal.booted(s, VPS), 120, "the guest's boot marker in its console log")
         print(f"guest booted in {time.time() - t0:.1f}s")
         # The serial console: the kernel's tty echoes what is typed (the guest's init
         # never reads it), so bytes go in and come back.
@@ -121,11 +86,7 @@ def run(s):
         check(closed["reason"] in ("target-deleted", "target-stopped"), closed)
         check(wait_closed_event(s, last.sid)["data"]["reason"] in ("target-deleted", "target-stopped"))
     finally:
-        st = subprocess.run(["virsh", "-c", "qemu:///system", "domstate", "--reason", f"vps-{VPS}"],
-                            capture_output=True, text=True)
-        print(f"domain state at the end: {st.stdout.strip()} {st.stderr.strip()}")
-        subprocess.run(["virsh", "-c", "qemu:///system", "destroy", f"vps-{VPS}"], capture_output=True)
-        subprocess.run(["virsh", "-c", "qemu:///system", "undefine", "--nvram", f"vps-{VPS}"], capture_output=True)
+        print(f"domain state at the end: {vmreal.forget(VPS)}")
 
 
 CASES = {"serial_and_vnc": serial_and_vnc}
