@@ -49,9 +49,12 @@ struct dial {
 static int tls_error(struct na_error *err, const char *what, const struct ws_url *u)
 {
         char buf[256] = "";
+        int saved = errno;
         unsigned long e = ERR_get_error();
         if (e)
                 ERR_error_string_n(e, buf, sizeof(buf));
+        else if (saved)
+                snprintf(buf, sizeof(buf), "%s", strerror(saved));
         ERR_clear_error();
         na_error_set(err, EPROTO, NA_E_DRIVER, "relay %s:%s: %s%s%s", u->host, u->port, what, *buf ? ": " : "", buf);
         na_error_detail(err, "reason", json_string(*buf ? buf : what));
@@ -236,8 +239,19 @@ static ssize_t io_write(struct dial *d, struct ws_dialed *wd, const char *buf, s
                         n = r;
                         if (r <= 0) {
                                 int e = SSL_get_error(wd->ssl, r);
-                                if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+                                if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+                                        /* With TLS 1.3 the relay judges our client
+                                         * certificate after the handshake: its alert
+                                         * ("certificate required", "unknown ca") waits
+                                         * unread; read it so the error says why. */
+                                        if (!ERR_peek_error()) {
+                                                char b;
+                                                int keep = errno;
+                                                (void)SSL_read(wd->ssl, &b, 1);
+                                                errno = keep;
+                                        }
                                         return tls_error(err, "TLS write", d->u);
+                                }
                                 ev = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
                         }
                 } else {

@@ -18,7 +18,7 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 sys.path.insert(0, os.path.join(HERE, "..", "apps"))
-from nodeagent_harness import Controller, check, needs, run_cases, wait_for, with_setup  # noqa: E402
+from nodeagent_harness import BUILD, Controller, check, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_apps import app_job, apps_conf, deploy_params, failed, need_root, ok  # noqa: E402
 
 
@@ -365,37 +365,99 @@ def bad_input(s):
     ok(app_or_vps_job(s, "console.close", target, {"sessionId": "never-opened"}))
 
 
+def server_cert(s, ca):
+    """A fresh key and a certificate for 127.0.0.1 signed by the test certs' CA named ca
+    ("ca" or "other-ca"), in a new directory that also holds the CAs a Controller reads."""
+    certs = os.path.join(s.tmp, f"certs-{uuid.uuid4().hex[:8]}")
+    os.makedirs(certs)
+    src = s.controller.certs
+    for f in os.listdir(src):
+        shutil.copy(os.path.join(src, f), certs)
+    subprocess.run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout",
+                    f"{certs}/server.key", "-out", f"{certs}/server.csr"], check=True, capture_output=True)
+    with open(f"{certs}/ext", "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    subprocess.run(["openssl", "x509", "-req", "-in", f"{certs}/server.csr", "-CA", f"{src}/{ca}.pem", "-CAkey",
+                    f"{src}/{ca}.key", "-CAcreateserial", "-CAserial", f"{certs}/serial", "-days", "2",
+                    "-extfile", f"{certs}/ext", "-out", f"{certs}/server.pem"], check=True, capture_output=True)
+    return certs
+
+
+def refused_by(s, target, certs, extra=None):
+    """console.open to a relay served with certs (and extra controller arguments) is
+    refused with DRIVER_ERROR before the relay sees a session; returns the error."""
+    other_tmp = os.path.join(s.tmp, f"other-{uuid.uuid4().hex[:8]}")
+    os.makedirs(other_tmp)
+    other = Controller(other_tmp, s.node_id, certs=certs, extra=extra)
+    try:
+        con = Console(s, target, controller=other)
+        e = failed(con.open(), "DRIVER_ERROR")
+        check(not other.admin("GET", f"/admin/relay/{con.sid}")["connected"])
+        check(not [c for c in s.agent.status()["consoles"] if c["sessionId"] == con.sid])
+        return e
+    finally:
+        other.stop()
+
+
+def echo_through(s, target):
+    con = Console(s, target)
+    ok(con.open())
+    con.send({"type": "line", "line": "over tls"})
+    con.wait_text(lambda ln: ln["text"] == "got over tls", what="the echo")
+    ok(app_or_vps_job(s, "console.close", target, {"sessionId": con.sid}))
+
+
 @needs("root")
 @with_setup(agent_conf=consoles_conf())
 def wrong_ca(s):
     """A relay whose certificate another CA signed: refused, nothing left open."""
     app, target = running_app(s)
-    certs = os.path.join(s.tmp, "other-certs")
-    os.makedirs(certs)
-    src = s.controller.certs
-    subprocess.run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout",
-                    f"{certs}/server.key", "-out", f"{certs}/server.csr"], check=True, capture_output=True)
-    with open(f"{certs}/ext", "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    subprocess.run(["openssl", "x509", "-req", "-in", f"{certs}/server.csr", "-CA", f"{src}/other-ca.pem", "-CAkey",
-                    f"{src}/other-ca.key", "-CAcreateserial", "-CAserial", f"{certs}/serial", "-days", "2",
-                    "-extfile", f"{certs}/ext", "-out", f"{certs}/server.pem"], check=True, capture_output=True)
-    other_tmp = os.path.join(s.tmp, "other")
-    os.makedirs(other_tmp)
-    other = Controller(other_tmp, s.node_id, certs=certs)
-    try:
-        con = Console(s, target, controller=other)
-        e = failed(con.open(), "DRIVER_ERROR")
-        check("certificate" in e["error"], e)
-        check(not other.admin("GET", f"/admin/relay/{con.sid}")["connected"])
-        check(not [c for c in s.agent.status()["consoles"] if c["sessionId"] == con.sid])
-    finally:
-        other.stop()
-    shutil.rmtree(certs, ignore_errors=True)
+    e = refused_by(s, target, server_cert(s, "other-ca"))
+    check("certificate" in e["error"], e)
+
+
+def pinned_conf(s):
+    c = consoles_conf()(s)
+    with open(os.path.join(s.controller.certs, "server.pin")) as f:
+        c["controller"] = {"pinned_pubkey": f.read().strip()}
+    return c
+
+
+@needs("root")
+@with_setup(agent_conf=pinned_conf)
+def pinned_key(s):
+    """[controller] pinned_pubkey holds for the relay too: the controller's own key
+    works; a relay whose certificate the same CA signed for another key is refused."""
+    app, target = running_app(s)
+    echo_through(s, target)
+    e = refused_by(s, target, server_cert(s, "ca"))
+    check("pin" in e["error"].lower() or "public key" in e["error"].lower(), e)
+    print(f"pinned_key: {e['error']}")
+
+
+def mtls_conf(s):
+    c = consoles_conf()(s)
+    certs = s.controller.certs
+    c["controller"] = {"client_cert": f"{certs}/client.pem", "client_key": f"{certs}/client.key"}
+    return c
+
+
+@needs("root")
+@with_setup(agent_conf=mtls_conf, controller_extra=["--client-ca", os.path.join(BUILD, "test-certs", "ca.pem")])
+def mutual_tls(s):
+    """A relay that wants a client certificate gets the agent's ([controller]
+    client_cert); one that trusts another CA for its clients refuses it."""
+    app, target = running_app(s)
+    echo_through(s, target)
+    certs = s.controller.certs
+    e = refused_by(s, target, server_cert(s, "ca"), extra=["--client-ca", f"{certs}/other-ca.pem"])
+    # The relay's own reason (its TLS alert), not a bare "TLS write".
+    check("alert" in e["error"] and "unknown ca" in e["error"], e)
+    print(f"mutual_tls: {e['error']}")
 
 
 CASES = {f.__name__: f for f in (app_console, power_through_console, idle_and_relay_close, hostile_relay,
-                                  slow_reader, hundred_sessions, bad_input, wrong_ca)}
+                                  slow_reader, hundred_sessions, bad_input, wrong_ca, pinned_key, mutual_tls)}
 
 if __name__ == "__main__":
     sys.exit(run_cases(CASES))
