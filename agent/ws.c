@@ -4,6 +4,10 @@
  * joins fragments, answers pings, and closes with 1009 (message above max_msg), 1002
  * (protocol garbage) or 1007 (text that is not UTF-8) on its own; we send a ping
  * every 30 s and give the closing handshake 2 s before dropping the socket.
+ *
+ * What wslay sends is gathered in a 16 KiB buffer (one TLS record) and written when
+ * it fills or when the engine is done for this turn: an app console is one frame per
+ * line, and one write (and one TLS record) per line capped a session near 1 MB/s.
  */
 #include <errno.h>
 #include <openssl/err.h>
@@ -19,6 +23,7 @@
 #include "common/macro.h"
 
 #define PING_MS 30000
+#define OBUF 16384
 #define CLOSE_GRACE_MS 2000
 
 struct ws {
@@ -39,7 +44,42 @@ struct ws {
         uint16_t close_code_rx;
         char reason_rx[124];
         char reason_tx[124];
+        size_t olen;         /* bytes in obuf not yet written */
+        uint8_t obuf[OBUF];
 };
+
+/* Write what obuf holds. 0: all written or the socket is full (the rest waits); -1: failed. */
+static int flush_out(struct ws *w)
+{
+        struct ws_dialed *d = w->d;
+        while (w->olen) {
+                ssize_t n;
+                if (d->ssl) {
+                        ERR_clear_error();
+                        int r = SSL_write(d->ssl, w->obuf, (int)w->olen);
+                        if (r <= 0) {
+                                int e = SSL_get_error(d->ssl, r);
+                                ERR_clear_error();
+                                if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+                                        return 0;
+                                w->io_failed = true;
+                                return -1;
+                        }
+                        n = r;
+                } else {
+                        n = send(d->fd, w->obuf, w->olen, MSG_NOSIGNAL);
+                        if (n < 0) {
+                                if (errno == EAGAIN || errno == EINTR)
+                                        return 0;
+                                w->io_failed = true;
+                                return -1;
+                        }
+                }
+                memmove(w->obuf, w->obuf + n, w->olen - (size_t)n);
+                w->olen -= (size_t)n;
+        }
+        return 0;
+}
 
 static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user_data)
 {
@@ -91,32 +131,19 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
 {
         (void)flags;
         struct ws *w = user_data;
-        struct ws_dialed *d = w->d;
-        if (d->ssl) {
-                ERR_clear_error();
-                int r = SSL_write(d->ssl, data, (int)(len > INT32_MAX ? INT32_MAX : len));
-                if (r > 0)
-                        return r;
-                int e = SSL_get_error(d->ssl, r);
-                if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-                        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-                        return -1;
-                }
-                ERR_clear_error();
-                w->io_failed = true;
+        if (w->olen == OBUF && flush_out(w) < 0) {
                 wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
                 return -1;
         }
-        ssize_t n = send(d->fd, data, len, MSG_NOSIGNAL);
-        if (n >= 0)
-                return n;
-        if (errno == EAGAIN || errno == EINTR) {
+        size_t room = OBUF - w->olen;
+        if (!room) {
                 wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
                 return -1;
         }
-        w->io_failed = true;
-        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-        return -1;
+        size_t n = len < room ? len : room;
+        memcpy(w->obuf + w->olen, data, n);
+        w->olen += n;
+        return (ssize_t)n;
 }
 
 static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user_data)
@@ -195,7 +222,7 @@ static void update(struct ws *w)
 {
         if (w->done)
                 return;
-        bool rd = wslay_event_want_read(w->ctx), wr = wslay_event_want_write(w->ctx);
+        bool rd = wslay_event_want_read(w->ctx), wr = wslay_event_want_write(w->ctx) || w->olen;
         if (w->eof || w->io_failed || w->proto_error || (!rd && !wr)) {
                 finish(w);
                 return;
@@ -235,6 +262,7 @@ static void protocol_error(struct ws *w)
                 frame[6 + i] = payload[i] ^ mask[i % 4];
         wslay_event_shutdown_write(w->ctx);
         wslay_event_shutdown_read(w->ctx);
+        (void)flush_out(w); /* best effort, as the frame below */
         if (w->d->ssl) {
                 ERR_clear_error();
                 (void)SSL_write(w->d->ssl, frame, (int)(6 + plen));
@@ -253,8 +281,11 @@ static void on_io(void *userdata, int fd, uint32_t revents)
                 if (r == WSLAY_ERR_CALLBACK_FAILURE && !w->eof && !w->io_failed)
                         protocol_error(w);
         }
-        if (!w->done && !w->eof && !w->io_failed && wslay_event_want_write(w->ctx))
-                (void)wslay_event_send(w->ctx);
+        if (!w->done && !w->eof && !w->io_failed) {
+                if (wslay_event_want_write(w->ctx))
+                        (void)wslay_event_send(w->ctx);
+                (void)flush_out(w);
+        }
         if (!w->eof && !w->io_failed && w->drain_wanted && ws_queued(w) < WS_LOW_MARK) {
                 w->drain_wanted = false;
                 if (w->cb->on_drain)
@@ -336,7 +367,7 @@ int ws_send(struct ws *w, enum ws_kind kind, const void *data, size_t len)
 
 size_t ws_queued(const struct ws *w)
 {
-        return wslay_event_get_queued_msg_length(w->ctx);
+        return wslay_event_get_queued_msg_length(w->ctx) + w->olen;
 }
 
 void ws_close(struct ws *w, uint16_t code, const char *reason)

@@ -12,9 +12,12 @@ asserts nothing about timing. Root only (exit 77 otherwise).
              in the app's ring files (read on the monitor's O notification). Target:
              p99 added by the agent (agent p99 - peer p99) <= 2 ms.
   throughput one app prints M MB of 128-byte lines (`yes | head -c`) to one open
-             console; MB/s of line text delivered to the relay (from the first to the
-             last frame), frames dropped, and the agent's CPU (utime+stime of
-             nodeagentd over the interval / wall time). Target >= 50 MB/s.
+             console whose relay end is relay-sink (C, this folder: counts frames
+             without parsing them); MB/s of line text delivered to the relay (from
+             the first to the last frame), frames dropped, and the agent's CPU
+             (utime+stime of nodeagentd over the interval / wall time). Target
+             >= 50 MB/s. Peers in the same run: `yes` through a pipe to a counting
+             reader (the bound without any agent), and the Python relay.
 
   bench_console.py [--keys N] [--mb M] [--quick]
 """
@@ -26,6 +29,7 @@ import os
 import socket
 import ssl
 import struct
+import subprocess
 import sys
 import time
 import uuid
@@ -157,35 +161,71 @@ def bench_latency(s, n):
     return times, peer
 
 
-def bench_throughput(s, mb):
+def bench_throughput(s, mb, python_relay=False):
+    """One app prints mb MiB of 128-byte lines to one open console. The relay end is
+    relay-sink (C) unless python_relay: (bytes of line text, frames, first-to-last s,
+    agent CPU s, wall s, the session's status row)."""
     line = "x" * 127  # 128-byte lines: a MiB is a whole number of them, so "done" stays a line of its own
     cmd = ["/bin/sh", "-c", f'echo ready; while read l; do [ "$l" = go ] && yes {line} | head -c {mb * 1048576}; '
            'echo done; done']
     app = deploy(s, cmd, "throughput")
-    relay = Relay(s.controller.certs)
-    sid = open_console(s, relay, app)
     pid = s.agent.proc.pid
-    relay.send_text(json.dumps({"type": "line", "line": "go"}))
-    c0, t0 = cpu_sec(pid), time.perf_counter()
-    got = frames = 0
-    t_first = None
-    tail_x = (line + '"}').encode()
-    while True:  # lean: a Python reader is the slow end here, so no JSON parsing per frame
-        op, data = relay.frame()
-        if op != 1:
-            continue
-        if data.endswith(tail_x):
-            if t_first is None:
-                t_first = time.perf_counter()
-            got += len(line) + 1
-            frames += 1
-        elif data.endswith(b'"text":"done"}'):
-            break
-    t1, c1 = time.perf_counter(), cpu_sec(pid)
-    st = [c for c in s.agent.status()["consoles"] if c["sessionId"] == sid][0]
-    st["producedSec"] = t1 - t0
+    tail_x = line + '"}'
+    go = json.dumps({"type": "line", "line": "go"})
+    if not python_relay:
+        sink = subprocess.Popen([os.path.join(os.environ["NA_BUILD_DIR"], "bench", "console", "relay-sink"),
+                                 s.controller.certs, go, tail_x, '"text":"done"}'], stdout=subprocess.PIPE, text=True)
+        port = int(sink.stdout.readline().split()[1])
+        sid = str(uuid.uuid4())
+        c0, t0 = cpu_sec(pid), time.perf_counter()
+        jid = s.controller.enqueue("console.open", {"sessionId": sid, "url": f"wss://127.0.0.1:{port}/relay/bench",
+                                                    "token": "bench", "mode": "app"}, target={"type": "app", "id": app})
+        res = json.loads(sink.stdout.readline())
+        if os.environ.get("NA_BENCH_DEBUG"):
+            print(res)
+        t1, c1 = time.perf_counter(), cpu_sec(pid)
+        sink.wait(10)
+        ok(s.controller.wait_results([jid], 30)[jid]["results"][0])
+        st = ([c for c in s.agent.status()["consoles"] if c["sessionId"] == sid] or [{"dropped": 0}])[0]
+        got, frames, dt = res["frames"] * (len(line) + 1), res["frames"], res["firstToLastSec"]
+    else:
+        relay = Relay(s.controller.certs)
+        sid = open_console(s, relay, app)
+        relay.send_text(go)
+        c0, t0 = cpu_sec(pid), time.perf_counter()
+        got = frames = 0
+        t_first = None
+        tail_b = tail_x.encode()
+        while True:  # lean: no JSON parsing per frame
+            op, data = relay.frame()
+            if op != 1:
+                continue
+            if data.endswith(tail_b):
+                if t_first is None:
+                    t_first = time.perf_counter()
+                got += len(line) + 1
+                frames += 1
+            elif data.endswith(b'"text":"done"}'):
+                break
+        t1, c1 = time.perf_counter(), cpu_sec(pid)
+        st = [c for c in s.agent.status()["consoles"] if c["sessionId"] == sid][0]
+        dt = t1 - (t_first or t0)
     ok(app_job(s, "app.delete", app))
-    return got, frames, t1 - (t_first or t0), c1 - c0, t1 - t0, st
+    return got, frames, dt, c1 - c0, t1 - t0, st
+
+
+def peer_yes(mb):
+    """The peer for throughput: the same lines through a pipe into a reader that only
+    counts bytes (what the kernel and `yes` alone manage here): MB/s."""
+    t0 = time.perf_counter()
+    yes = subprocess.Popen(["/usr/bin/yes", "x" * 127], stdout=subprocess.PIPE)
+    left = mb * 1048576
+    while left > 0:
+        b = yes.stdout.read(min(left, 1 << 20))
+        left -= len(b)
+    yes.kill()
+    yes.wait()
+    return mb / (time.perf_counter() - t0)
 
 
 def main():
@@ -211,13 +251,15 @@ def main():
               f"(target p99 <= 2 ms: {'met' if p99 - q99 <= 2 else 'NOT met'})")
         got, frames, dt, cpu, wall, st = bench_throughput(s, a.mb)
         mbps = got / 1048576 / dt if dt > 0 else 0
-        print(f"throughput: {a.mb} MB of 128-byte lines from one app to one console")
+        print(f"throughput: {a.mb} MB of 128-byte lines from one app to one console, relay end in C (relay-sink)")
         print(f"  delivered {got / 1048576:.1f} MB in {frames} frames over {dt:.2f} s: {mbps:.1f} MB/s "
               f"(target >= 50 MB/s: {'met' if mbps >= 50 else 'NOT met'}); dropped {st['dropped']} frame(s)")
-        handled = (frames + st["dropped"]) * 128 / 1048576
-        print(f"  the agent handled {handled:.1f} MB of lines ({frames} sent + {st['dropped']} dropped frames) in "
-              f"{wall:.2f} s: {handled / wall:.1f} MB/s; the Python relay reading one frame per line is the slow end")
         print(f"  agent CPU {cpu:.2f} s over {wall:.2f} s: {100 * cpu / wall:.0f} % of one core")
+        print(f"  peer: the same lines from yes through a pipe to a counting reader: {peer_yes(a.mb):.0f} MB/s")
+        small = max(1, a.mb // 20)
+        got, frames, dt, cpu, wall, st = bench_throughput(s, small, python_relay=True)
+        print(f"  peer: {small} MB to the Python relay (one frame read per line): "
+              f"{got / 1048576 / dt if dt > 0 else 0:.1f} MB/s delivered, {st['dropped']} dropped")
     finally:
         s.close()
     return 0
