@@ -37,7 +37,7 @@ printf 'vault-pass-%s\n' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" >"$S/va
 ansible-vault encrypt_string --vault-password-file "$S/vault-pass" --name nodeagent_token "$TOKEN" \
 	>"$S/vaulted" 2>"$S/vault.err" || die "ansible-vault encrypt_string: $(cat "$S/vault.err")"
 grep -q '!vault' "$S/vaulted" || die "ansible-vault printed no vault value"
-# The same token as a file on the control node (nodeagent_token_src), for step 3.
+# The same token as a file on the control node (nodeagent_token_src, host bad_value).
 (umask 077 && printf '%s\n' "$TOKEN" >"$S/token-src")
 vaulted=$(sed 's/^/      /' "$S/vaulted")
 PORT=8443
@@ -66,6 +66,10 @@ all:
     good:
       nodeagent_node_id: $NODE_ID
 $vaulted
+    bad_value:
+      nodeagent_node_id: $NODE_ID
+      nodeagent_token_src: $S/token-src
+      nodeagent_max_parallel_jobs: 999
     bad_nodeid:
 $vaulted
     bad_url:
