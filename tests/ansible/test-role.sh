@@ -88,10 +88,18 @@ cat >"$S/play.yml" <<EOP
     - role: nodeagent
 EOP
 
+# What the host has of nodeagent before: it must be the same after.
+host_state() {
+	dpkg-query -W -f='${Status} ${Version}\n' nodeagent 2>&1 || true
+	ls -la --time-style=full-iso /etc/nodeagent /var/cache/nodeagent /var/lib/nodeagent /run/nodeagent 2>&1 || true
+}
+host_state >"$S/host.before"
+rc=0
 env S="$S" NODE_ID="$NODE_ID" TOKEN="$TOKEN" PORT="$PORT" TEST_NAME="$TEST_NAME" \
 	ANSIBLE_ROLES_PATH="$NA_SOURCE_DIR/packaging/ansible/roles" ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 \
 	ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_PIPELINING=1 ANSIBLE_STDOUT_CALLBACK=default ANSIBLE_LOAD_CALLBACK_PLUGINS=0 \
-	unshare -m -n --propagation private sh "$NA_SOURCE_DIR/tests/ansible/role-steps.sh"
-rc=$?
+	unshare -m -n --propagation private sh "$NA_SOURCE_DIR/tests/ansible/role-steps.sh" || rc=$?
+host_state >"$S/host.after"
+cmp -s "$S/host.before" "$S/host.after" || fail "the host changed: $(diff "$S/host.before" "$S/host.after")"
 [ "$rc" -eq 0 ] || die "role-steps.sh failed (exit $rc)"
 finish
