@@ -85,7 +85,7 @@ static void test_parse_garbled(void **state)
 static void test_missing_is_written(void **state)
 {
         struct unit_dir_fixture *f = *state;
-        unit_write_str(f->dir, "jobs.journal", "older state\n", 0600);
+        free(unit_write_str(f->dir, "jobs.journal", "older state\n", 0600));
         struct na_error err = NA_ERROR_INIT;
         unsigned v = 0;
         assert_int_equal(na_statedir_format_check(f->dir, &v, &err), 0);
