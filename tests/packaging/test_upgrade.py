@@ -11,23 +11,33 @@ against the local test controller (real HTTPS) and libvirt's test driver:
         that changed upstream as well as on the node).
 
   1. install N; the operator fills in /etc/nodeagent/nodeagent.conf (a conffile);
-  2. N's daemon creates a server (vps.create) and stops it (vps.power); the
-     controller refuses the second result (503 on /result only), so the result waits
-     in the journal; SIGTERM: the agent stops with the result undelivered;
+  2. N's daemon creates a server (vps.create), deploys and starts an app (crun, a
+     busybox image: loop-mounted volume, overlay root, its nodeagent-monitor), then
+     stops the server (vps.power) while the controller refuses results (503 on
+     /result only), so that result waits in the journal; SIGTERM: the agent stops with
+     the result undelivered, and the app keeps running (its monitor outlives agents);
   3. dpkg -i N+1, plain (no --force-conf*, stdin /dev/null): the state directory is
      byte for byte what it was, the operator's configuration untouched, no
      .dpkg-new/.dpkg-dist, no prompt;
+     dpkg replaces the packaged nodeagent-monitor under the running app's monitor;
   4. N+1's daemon delivers the waiting result without running the job again (its
-     libvirt test driver starts empty: a second run would fail VPS_NOT_FOUND);
+     libvirt test driver starts empty: a second run would fail VPS_NOT_FOUND), and
+     re-attaches to the app: running, a console line answered; then the app is
+     stopped and deleted (nothing of it left mounted);
   5. N+2 with the conffile changed on both sides: a plain dpkg -i asks, and with
      stdin at its end stops (package unpacked, not configured, the operator's file
      kept); dpkg --force-confdef --force-confold then keeps the operator's file and
      leaves the new default beside it (.dpkg-dist);
   6. purge keeps the state directory (a hint says how to remove it); reinstalled,
      NODEAGENT_PURGE_STATE=1 dpkg -r keeps it, NODEAGENT_PURGE_STATE=1 dpkg -P removes it.
+
+The whole test runs in a private mount and network namespace of its own (it re-executes
+itself under unshare), which stands in for the host: the app's mounts, the agent's
+nftables tables and the controller's port stay there.
 """
 import glob
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -40,6 +50,13 @@ import uuid
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 from nodeagent_harness import Controller, check, make_vm_assets, wait_for  # noqa: E402
 
+APP = str(uuid.uuid4())
+APP_DEPLOY = {"name": "up", "hostname": "up", "type": "app", "version": "1", "sftpUsername": "up",
+              "template": {"id": "echo", "image": "busybox:1", "customCommand": True, "stop": {"line": "stop"},
+                           "startedPattern": "^ready$",
+                           "command": ["/bin/sh", "-c", 'echo ready; while read l; do echo "got $l"; '
+                                       '[ "$l" = stop ] && exit 0; done']},
+              "plan": {"cpuCores": 0.5, "memoryMB": 64, "volumeQuotaMB": 32}}
 PLAN = {"cpuCores": 1, "cpuThreads": 1, "ramMB": 512, "storageMB": 1024, "networkSpeedLimitMbps": 0,
         "bandwidthLimitGb": 100, "maxSnapshots": 1}
 
@@ -87,19 +104,72 @@ class Root:
         return os.path.join(self.path, rel.lstrip("/"))
 
 
+def loop_backing_files():
+    """The files attached to loop devices now."""
+    out = set()
+    for f in glob.glob("/sys/block/loop*/loop/backing_file"):
+        try:
+            with open(f) as fh:
+                out.add(fh.read().strip())
+        except OSError:
+            pass
+    return out
+
+
 def tree_digest(top):
-    """{relative path: (mode, size, mtime_ns, sha256)} of every entry below top."""
+    """{relative path: (mode, size, mtime_ns, sha256)} of every entry below top. A file
+    attached to a loop device (a running app's mounted volume image) counts by mode and
+    size only: the kernel writes to it while it is mounted (ext4's lazy init), whatever
+    the package does."""
     out = {}
+    in_use = loop_backing_files()
     for d, dirs, files in os.walk(top):
         for name in dirs + files:
             full = os.path.join(d, name)
             st = os.lstat(full)
             digest = None
             if os.path.isfile(full) and not os.path.islink(full):
-                with open(full, "rb") as f:
-                    digest = hashlib.sha256(f.read()).hexdigest()
-            out[os.path.relpath(full, top)] = (st.st_mode, st.st_size, st.st_mtime_ns, digest)
+                try:
+                    with open(full, "rb") as f:
+                        digest = hashlib.sha256(f.read()).hexdigest()
+                except OSError as e:  # the app's network namespace, bound onto a file (nsfs)
+                    digest = f"unreadable: {e.strerror}"
+            if full in in_use:
+                out[os.path.relpath(full, top)] = (st.st_mode, st.st_size, "loop device", None)
+            else:
+                out[os.path.relpath(full, top)] = (st.st_mode, st.st_size, st.st_mtime_ns, digest)
     return out
+
+
+def app_mounts():
+    """The mount points of the app's volume and roots, with their file system types."""
+    with open("/proc/self/mountinfo") as f:
+        return sorted(f"{line.split()[4]} {line.split(' - ')[1].split()[0]}" for line in f if f"/{APP}/" in line)
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def crun_state(state):
+    r = sh(["crun", "--root", os.path.join(state, "apps/crun"), "state", f"na-{APP}"])
+    return json.loads(r.stdout).get("status") if r.returncode == 0 else None
+
+
+def app_cleanup(state, scratch):
+    """After a failure: the app's container (its monitor then ends) and every mount below scratch."""
+    crun_root = os.path.join(state, "apps/crun")
+    if os.path.isdir(crun_root):
+        for cid in sh(["crun", "--root", crun_root, "list", "-q"]).stdout.split():
+            sh(["crun", "--root", crun_root, "delete", "--force", cid])
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for mp in sorted((m for m in points if m.startswith(scratch + "/")), reverse=True):
+        sh(["umount", "-l", mp])
 
 
 def set_keys(text, values):
@@ -140,8 +210,20 @@ class Daemon:
     def ctl(self, *args):
         return sh([self.root.p("/usr/bin/nodeagentctl"), "-s", self.sock, *args])
 
+    def job(self, kind, params=None):
+        """A local job on the app through nodeagentctl run; its result, which must be a success."""
+        args = ["run", kind, "--target", APP, "--json"]
+        if params is not None:
+            args += ["--params", json.dumps(params)]
+        r = self.ctl(*args)
+        check(r.returncode == 0, f"{kind}: {r.stdout}{r.stderr}")
+        return json.loads(r.stdout)["result"]
+
+    def app_log_has(self, text):
+        r = self.ctl("logs", APP)
+        return r.returncode == 0 and text in r.stdout
+
     def status(self):
-        import json
         r = self.ctl("status", "--json")
         check(r.returncode == 0, r)
         return json.loads(r.stdout)
@@ -215,8 +297,19 @@ def main():
             print(f"SKIP: {tool} not installed")
             return 77
     if os.geteuid() != 0:
-        print("SKIP: dpkg --root needs root")
+        print("SKIP: dpkg --root, mounts and loop devices need root")
         return 77
+    for f in ("/usr/bin/crun", "/bin/busybox"):
+        check(os.access(f, os.X_OK), f"{f} is missing: scripts/deps.sh installs it")
+    if os.environ.get("NA_UPGRADE_INNER") != "1":
+        # The stand-in for the host: private mount and network namespaces for the whole test.
+        if subprocess.run(["unshare", "-m", "-n", "--propagation", "private", "true"]).returncode != 0:
+            print("SKIP: no private mount and network namespace here")
+            return 77
+        os.environ["NA_UPGRADE_INNER"] = "1"
+        os.execvp("unshare", ["unshare", "-m", "-n", "--propagation", "private", sys.executable, "-B",
+                              os.path.abspath(__file__)])
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     pkgs = os.environ.get("NA_PACKAGES_DIR")
     check(pkgs and os.path.isdir(pkgs), "NA_PACKAGES_DIR: the packaging-build fixture did not run")
     debs = glob.glob(os.path.join(pkgs, "*.deb"))
@@ -224,8 +317,10 @@ def main():
     deb_n = debs[0]
     t_start = time.time()
     scratch = tempfile.mkdtemp(prefix="na-upgrade-")
+    os.chmod(scratch, 0o711)  # the app's mapped root reaches its root and volume from its user namespace
     controller = None
     daemon = None
+    root = None
     failed = True
     try:
         deb_next = build_next(deb_n, scratch)
@@ -246,6 +341,10 @@ def main():
         os.write(fd, b"upgrade-token\n")
         os.close(fd)
         vm = make_vm_assets(scratch)
+        app_images = os.path.join(scratch, "app-images")
+        r = sh([sys.executable, os.path.join(os.environ["NA_SOURCE_DIR"], "tests/app/mkimage.py"), "--layout",
+                os.path.join(app_images, "busybox"), "--tag", "1"])
+        check(r.returncode == 0, f"mkimage.py: {r.stdout}{r.stderr}")
         sock = os.path.join(scratch, "control.sock")
         with open(conf) as f:
             shipped = f.read()
@@ -257,11 +356,10 @@ def main():
             "vm": {"uri": vm["uri"], "templates_file": vm["templates_file"], "images_dir": vm["images_dir"],
                    "domain_type": "qemu", "storage_dir": os.path.join(state, "vps/disks"),
                    "backups_dir": os.path.join(state, "vps/backups")},
-            # The host's nftables ruleset is not this test's; apps are not run here.
-            "apps": {"enabled": "false", "images_dir": os.path.join(state, "app-images"),
+            "apps": {"runtime": "/usr/bin/crun", "monitor": root.p("/usr/libexec/nodeagent/nodeagent-monitor"),
+                     "sftpd": root.p("/usr/libexec/nodeagent/nodeagent-sftpd"), "images_dir": app_images,
                      "storage_dir": os.path.join(state, "apps"), "backups_dir": os.path.join(state, "apps/backups"),
                      "sftp_listen": ""},
-            "firewall": {"enabled": "false"},
         }) + "\n# local change: the operator's own note\n"
         with open(conf, "w") as f:
             f.write(edited)
@@ -278,6 +376,13 @@ def main():
                                                 "vmPassword": "Sup3r!secret"}, target=target)
         res = controller.wait_results([jid], 60)[jid]["results"][0]
         check(res["status"] == "succeeded" and res["data"]["state"] == "running", res)
+        daemon.job("app.deploy", APP_DEPLOY)
+        daemon.job("app.power", {"action": "start"})
+        wait_for(lambda: daemon.app_log_has("ready"), 30, "the app's first line")
+        mounts = app_mounts()
+        check(any(m.endswith(" overlay") for m in mounts) and any(m.endswith(" ext4") for m in mounts), mounts)
+        with open(os.path.join(state, "apps/apps", APP, "monitor.pid")) as f:
+            monitor = int(f.read())
         controller.fault(mode="503", path="/result")
         pending = controller.enqueue("vps.power", {"action": "force-stop"}, target=target)
         wait_for(lambda: any(q[1] == "POST" and q[2].endswith(f"/jobs/{pending}/result") and q[3] == 503
@@ -286,24 +391,33 @@ def main():
         check(st["resultsPending"] == 1 and st["journal"]["pendingResults"] == 1, st)
         check(daemon.stop() == 0, daemon.text()[-3000:])
         check(not controller.admin("GET", f"/admin/jobs/{pending}")["results"], "the result was delivered by N")
+        check(alive(monitor) and crun_state(state) == "running", "the app did not outlive the agent")
+        check(app_mounts() == mounts, (mounts, app_mounts()))
         with open(os.path.join(state, "format")) as f:
             check(f.read() == "nodeagent-state 1\n")
         disks = [p for p in glob.glob(os.path.join(state, "**"), recursive=True) if vps in p]
         check(disks, f"no file of server {vps} in the state directory: {os.listdir(state)}")
         before = tree_digest(state)
+        check(any(v[2] == "loop device" for v in before.values()), "the app's volume image is not on a loop device")
         conf_before = edited
-        log(f"N={ver_n}: server {vps} created ({len(disks)} paths in the state directory), "
-            f"result of {pending} waiting in the journal")
+        log(f"N={ver_n}: server {vps} created ({len(disks)} paths in the state directory), app {APP} running "
+            f"(monitor {monitor}), result of {pending} waiting in the journal")
 
         # 3. Upgrade to N+1: plain dpkg -i, no prompt (stdin is /dev/null), nothing touched.
         r = root.dpkg("-i", deb_next)
         check(root.version() == f"{ver_next} install ok installed", root.version())
-        check(tree_digest(state) == before, "the upgrade changed the state directory")
+        after = tree_digest(state)
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        check(not changed, "the upgrade changed the state directory: " +
+              "; ".join(f"{k}: {before.get(k)} -> {after.get(k)}" for k in changed))
         check(oct(os.stat(state).st_mode & 0o7777) == "0o711", oct(os.stat(state).st_mode))
         with open(conf) as f:
             check(f.read() == conf_before, "the upgrade changed the operator's configuration")
         for suffix in (".dpkg-new", ".dpkg-dist", ".dpkg-old"):
             check(not os.path.exists(conf + suffix), f"the upgrade left nodeagent.conf{suffix}")
+        # The app ran on across it; dpkg replaced the monitor's binary under it.
+        check(alive(monitor) and crun_state(state) == "running", "the app did not outlive the upgrade")
+        check(os.readlink(f"/proc/{monitor}/exe").endswith(" (deleted)"), os.readlink(f"/proc/{monitor}/exe"))
         log(f"upgraded to N+1={ver_next}: state directory and configuration untouched")
 
         # 4. N+1 delivers the waiting result, from the journal.
@@ -319,8 +433,20 @@ def main():
         check("1 result(s) recorded by an earlier run will be sent first" in n1_log, n1_log)
         check(" received (attempt" not in n1_log, f"N+1 ran a job again:\n{n1_log}")
         wait_for(lambda: daemon.status()["resultsPending"] == 0, 10, "no result waiting any more")
-        check(daemon.stop() == 0, daemon.text()[-3000:])
         log(f"N+1 delivered the result of {pending} (succeeded, stopped) from the journal")
+        check(daemon.job("app.status")["data"]["state"] == "running", "N+1: the app is not running")
+        daemon.job("app.console.send", {"line": "hello"})
+        wait_for(lambda: daemon.app_log_has("got hello"), 15, "the app's answer to a console line")
+        check(app_mounts() == mounts, f"N+1 mounted the app again: {app_mounts()}")
+        log(f"N+1 re-attached to app {APP}: running, console line answered, same mounts")
+        daemon.job("app.power", {"action": "stop", "graceSec": 10})
+        wait_for(lambda: daemon.app_log_has("got stop"), 15, "the app's answer to its stop line")
+        daemon.job("app.delete")
+        check(not app_mounts(), f"mounts left after app.delete: {app_mounts()}")
+        wait_for(lambda: not alive(monitor), 15, "the monitor to exit after app.delete")
+        check(daemon.stop() == 0, daemon.text()[-3000:])
+        errors = [line for line in daemon.text().splitlines() if line[:3] in ("<0>", "<1>", "<2>", "<3>")]
+        check(not errors, "the packaged daemons logged errors:\n" + "\n".join(errors))
 
         # 5. The default configuration changed upstream too: keep the operator's, unattended.
         deb_conf = build_conf_changed(deb_next, scratch)
@@ -360,6 +486,8 @@ def main():
     finally:
         if daemon:
             daemon.kill()
+        if failed:
+            app_cleanup(root.p("/var/lib/nodeagent") if root else "", scratch)
         if controller:
             controller.stop()
         if failed:
