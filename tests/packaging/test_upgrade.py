@@ -28,6 +28,9 @@ against the local test controller (real HTTPS) and libvirt's test driver:
      stdin at its end stops (package unpacked, not configured, the operator's file
      kept); dpkg --force-confdef --force-confold then keeps the operator's file and
      leaves the new default beside it (.dpkg-dist);
+  the .rpm (N from the fixture, N+1 by cpack -R -G RPM), without the daemon: rpm -U
+     keeps the state files and the operator's %config(noreplace) file (no .rpmnew),
+     rpm -e keeps the state (scriptlets not run: --noscripts, as in test-rpm.sh);
   6. purge keeps the state directory (a hint says how to remove it); reinstalled,
      NODEAGENT_PURGE_STATE=1 dpkg -r keeps it, NODEAGENT_PURGE_STATE=1 dpkg -P removes it.
 
@@ -291,6 +294,58 @@ def build_conf_changed(deb, scratch):
     return out
 
 
+def rpm_upgrade(scratch, state_src):
+    """The .rpm the same way, without the daemon (its binaries are the .deb's): N from
+    the fixture, N+1 by cpack -R; rpm --root with --noscripts (the scriptlets would run
+    chrooted, in a root without /bin/sh); the state files of the .deb half copied in."""
+    pkgs = os.environ["NA_PACKAGES_DIR"]
+    rpms = glob.glob(os.path.join(pkgs, "*.rpm"))
+    if not rpms or not shutil.which("rpm"):
+        check(not shutil.which("rpmbuild"), f"no .rpm in {pkgs} although rpmbuild is installed")
+        log("rpm: not installed here, the .rpm half left out")
+        return
+    rpm_n = rpms[0]
+    tree = os.path.dirname(os.path.abspath(pkgs))
+    upstream = sh(["rpm", "-qp", "--qf", "%{VERSION}", rpm_n]).stdout.strip()
+    major, minor, patch = upstream.split(".")
+    nxt = f"{major}.{minor}.{int(patch) + 1}"
+    work = os.path.join(scratch, "cpack-rpm")
+    r = sh(["cpack", "--config", os.path.join(tree, "CPackConfig.cmake"), "-G", "RPM", "-B", work, "-R", nxt])
+    check(r.returncode == 0, f"cpack -G RPM -R {nxt}: {r.stdout}{r.stderr}")
+    rpm_next = glob.glob(os.path.join(work, "*.rpm"))[0]
+    R = os.path.join(scratch, "rpm-root")
+    os.makedirs(R)
+
+    def rpm(*args):
+        r = sh(["rpm", "--root", R, *args])
+        check(r.returncode == 0, f"rpm {' '.join(args)}: {r.stdout}{r.stderr}")
+        return r
+
+    rpm("--initdb")
+    rpm("-i", "--nodeps", "--noscripts", rpm_n)
+    conf = os.path.join(R, "etc/nodeagent/nodeagent.conf")
+    with open(conf, "a") as f:
+        f.write("# local change: the operator's own note\n")
+    with open(conf) as f:
+        conf_before = f.read()
+    state = os.path.join(R, "var/lib/nodeagent")
+    for name in ("format", "jobs.journal", "reports.journal"):
+        shutil.copy2(os.path.join(state_src, name), os.path.join(state, name))
+    before = tree_digest(state)
+    rpm("-U", "--nodeps", "--noscripts", rpm_next)
+    check(rpm("-q", "--qf", "%{VERSION}", "nodeagent").stdout == nxt, "rpm -U did not install N+1")
+    check(tree_digest(state) == before, "rpm -U changed the state directory")
+    with open(conf) as f:
+        check(f.read() == conf_before, "rpm -U changed the operator's configuration")
+    check(not os.path.exists(conf + ".rpmnew") and not os.path.exists(conf + ".rpmsave"),
+          "rpm -U left .rpmnew/.rpmsave although the packaged configuration did not change")
+    rpm("-e", "--nodeps", "--noscripts", "nodeagent")
+    check(tree_digest(state) == before, "rpm -e changed the state directory")
+    check(os.path.exists(conf + ".rpmsave"), "rpm -e did not keep the modified configuration as .rpmsave")
+    log(f"rpm {upstream} -> {nxt} (rpm -U, --noscripts): state directory and configuration untouched; "
+        "rpm -e kept the state")
+
+
 def main():
     for tool in ("cpack", "dpkg", "dpkg-deb", "dpkg-query", "dpkg-shlibdeps", "qemu-img", "xorriso"):
         if not shutil.which(tool):
@@ -464,6 +519,8 @@ def main():
         with open(conf + ".dpkg-dist") as f:
             check(f.read().endswith("# A default added upstream in N+2.\n"))
         log("conffile changed on both sides: --force-confdef --force-confold kept the operator's, new one .dpkg-dist")
+
+        rpm_upgrade(scratch, state)
 
         # 6. Purge: state kept unless asked.
         r = root.dpkg("-P", "nodeagent")
