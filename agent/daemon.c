@@ -20,6 +20,7 @@
 #include "agent/services.h"
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
+#include "common/statedir-format.h"
 #include "common/timeutil.h"
 #include "proto/wire.h"
 
@@ -268,7 +269,17 @@ static int open_state_dir(struct agent *a, struct na_error *err)
                 return na_error_prefix(err, "state directory %s", dir);
         if (access(dir, W_OK) < 0)
                 return na_error_sys(err, errno, "state directory %s is not writable", dir);
-        return na_statedir_lock(dir, &a->lock_fd, err);
+        r = na_statedir_lock(dir, &a->lock_fd, err);
+        if (r < 0)
+                return r;
+        /* Under the lock: a directory of a format this version does not know is refused
+         * before anything in it is read or written (-EPROTONOSUPPORT: main exits 2). */
+        unsigned version = 0;
+        r = na_statedir_format_check(dir, &version, err);
+        if (r < 0)
+                return r;
+        log_debug("state directory %s: format %u", dir, version);
+        return 0;
 }
 
 int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err)

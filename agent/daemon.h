@@ -12,7 +12,8 @@
 
 struct agent;
 
-/* Takes ownership of cfg. */
+/* Takes ownership of cfg. -EPROTONOSUPPORT only when the state directory's format is
+ * one this version does not know, or its format file is garbled (common/statedir-format.h). */
 int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err);
 /* Run the loop until SIGTERM/SIGINT and the drain; returns the exit status. */
 int agent_run(struct agent *a);

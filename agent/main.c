@@ -74,10 +74,14 @@ int main(int argc, char **argv)
         }
 
         struct agent *agent = NULL;
-        if (agent_new(cfg, &agent, &err) < 0) {
+        int r = agent_new(cfg, &agent, &err);
+        if (r < 0) {
                 log_error("cannot start: %s", err.message);
                 na_error_clear(&err);
-                return 1;
+                /* A state directory of a format this version does not know (agent_new says
+                 * so with -EPROTONOSUPPORT): like a bad configuration, restarting cannot fix
+                 * it, so the unit's RestartPreventExitStatus=2 applies. */
+                return r == -EPROTONOSUPPORT ? 2 : 1;
         }
         int code = agent_run(agent);
         agent_free(agent);

@@ -13,7 +13,9 @@ Admin side (plain HTTP on 127.0.0.1, --admin-port), JSON in and out:
   GET  /admin/state           jobs, results, reports, hellos, request counts
   GET  /admin/wait?ids=a,b&timeout=s   until every id has a result (or timeout)
   GET  /admin/requests        every agent request: [t, method, path, status]
-  POST /admin/faults          {mode: 503|429|drop|slow|down|none, count?, seconds?, retryAfter?, delay?}
+  POST /admin/faults          {mode: 503|429|drop|slow|down|none, count?, seconds?, retryAfter?, delay?,
+                              path?}: path (a substring) limits the fault to the agent requests
+                              whose path holds it, e.g. "/result" (the others pass)
   POST /admin/tokens          {tokens:[...]}: the bearer tokens accepted
   POST /admin/settings        the Settings object hello answers with
   POST /admin/cancel/{id}     the next progress of that job answers 409 JOB_CANCELLED
@@ -66,9 +68,11 @@ class State:
         self.started = time.time()
 
     # faults -------------------------------------------------------------
-    def take_fault(self):
+    def take_fault(self, path=""):
         f = self.fault
         if f["mode"] == "none":
+            return None
+        if f.get("path") and f["path"] not in path:
             return None
         if "until" in f and time.time() > f["until"]:
             self.fault = {"mode": "none"}
@@ -148,7 +152,7 @@ class Handler(BaseHTTPRequestHandler):
             return RELAY.upgrade(self, self.path[len("/relay/"):].split("?")[0])
         body = self.read_body()
         with STATE.lock:
-            fault = STATE.take_fault()
+            fault = STATE.take_fault(urlparse(self.path).path)
         if fault:
             mode = fault["mode"]
             if mode == "drop":

@@ -282,6 +282,50 @@ def prometheus():
         s.close(failed)
 
 
+@with_setup(start_agent=False)
+def state_format(s):
+    """The state directory's format file (common/statedir-format.h): written by the first
+    start, never by --check-config; a format this version does not know, or a garbled
+    file, refuses the start with one line that names the file, exit status 2, and
+    leaves the directory as it was."""
+    fmt = os.path.join(s.agent.state_dir, "format")
+    r = run([NODEAGENTD, "-c", s.agent.conf, "--check-config"])
+    check(r.returncode == 0 and not os.path.exists(s.agent.state_dir), r)
+    s.agent.start()
+    with open(fmt) as f:
+        check(f.read() == "nodeagent-state 1\n")
+    check(stat.S_IMODE(os.stat(fmt).st_mode) == 0o640, oct(os.stat(fmt).st_mode))
+    check(s.agent.stop() == 0)
+
+    def snapshot():
+        return {n: os.stat(os.path.join(s.agent.state_dir, n)).st_mtime_ns for n in os.listdir(s.agent.state_dir)
+                if n != "lock"}
+
+    cases = [("nodeagent-state 2\n", f"cannot start: state directory {s.agent.state_dir} was written by a newer "
+                                      f"nodeagent (format 2, in {fmt}); this one knows format 1: upgrade the package"),
+             ("garbage\n", f"cannot start: state directory {s.agent.state_dir}: {fmt} is garbled (does not start "
+                           f"with 'nodeagent-state '), not one line 'nodeagent-state N'; this nodeagent knows format 1"),
+             ("", f"{fmt} is garbled (empty)")]
+    for text, want in cases:
+        write(fmt, text, 0o640)
+        before = snapshot()
+        r = run([NODEAGENTD, "-c", s.agent.conf], env=s.agent.env)
+        check(r.returncode == 2, r)
+        check(want in r.stderr, r.stderr)
+        check(len(r.stderr.strip().splitlines()) == 1, r.stderr)
+        check(snapshot() == before, (before, snapshot()))
+        with open(fmt) as f:
+            check(f.read() == text)
+        r = run([NODEAGENTD, "-c", s.agent.conf, "--check-config"])
+        check(r.returncode == 0, r)
+    os.unlink(fmt)  # a directory made before the file existed: format 1, written at the start
+    s.agent.start()
+    with open(fmt) as f:
+        check(f.read() == "nodeagent-state 1\n")
+    check(s.agent.stop() == 0)
+
+
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [check_config, sigterm_drain, drain_timeout, refusals, control_socket,
-                                                 ctl_apps_off, sighup_reload, notify, prometheus]}))
+                                                 ctl_apps_off, sighup_reload, notify, prometheus,
+                                                 state_format]}))
