@@ -10,3 +10,7 @@
 #include "common/error.h"
 
 int sandbox_apply(struct na_error *err);
+
+/* sandbox = strict: an allow-list fitted to the agent (agent/sandbox-strict.c); the
+ * exec helper (common/spawnd.h) must already run, since children would inherit it. */
+int sandbox_apply_strict(struct na_error *err);
