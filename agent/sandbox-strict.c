@@ -37,7 +37,7 @@ static const char *const allowed[] = {
         "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
         "open", "openat", "openat2", "close", "close_range", "creat", "lseek", "fstat", "stat", "lstat",
         "newfstatat", "statx", "statfs", "fstatfs", "access", "faccessat", "faccessat2", "readlink",
-        "readlinkat", "getdents64", "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink",
+        "readlinkat", "getdents", "getdents64", "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink",
         "unlinkat", "rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "chmod",
         "fchmod", "fchmodat", "chown", "fchown", "fchownat", "lchown", "truncate", "ftruncate", "fallocate",
         "fsync", "fdatasync", "sync_file_range", "syncfs", "flock", "fcntl", "dup", "dup2", "dup3", "pipe",
