@@ -143,7 +143,7 @@ enum agent_sandbox config_sandbox(const struct agent_config *cfg)
                 return AGENT_SANDBOX_OFF;
         if (cfg->sandbox)
                 return AGENT_SANDBOX_DENYLIST;
-        return cfg->seccomp ? AGENT_SANDBOX_DENYLIST : AGENT_SANDBOX_OFF;
+        return cfg->seccomp ? AGENT_SANDBOX_STRICT : AGENT_SANDBOX_OFF; /* the default filter: strict */
 }
 
 void config_free(struct agent_config *cfg)

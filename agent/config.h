@@ -105,7 +105,8 @@ int config_load(const char *path, FILE *report, unsigned *problems, struct agent
 void config_free(struct agent_config *cfg);
 
 /* The effective sandbox: the sandbox key when set, else the older seccomp boolean
- * (true: the deny-list, false: off), so configurations written before it keep working. */
+ * (true or absent: the default filter, strict; false: off), so configurations written
+ * before it keep working. */
 enum agent_sandbox { AGENT_SANDBOX_OFF, AGENT_SANDBOX_DENYLIST, AGENT_SANDBOX_STRICT };
 enum agent_sandbox config_sandbox(const struct agent_config *cfg);
 /* "a,b,c": the crash rule's three waits in milliseconds (1..3600000 each). */

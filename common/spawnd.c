@@ -209,7 +209,12 @@ static _Noreturn void helper_main(int sock, pid_t parent)
         if (dup2(sock, 3) < 0 || close_range(4, ~0U, 0) < 0)
                 _exit(1);
         sock = 3;
+        /* A Ctrl-C or a signal to the agent's process group is the agent's to handle: the
+         * helper ends when the agent's end of the socket closes (or with the agent). */
         signal(SIGPIPE, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
         sigset_t chld;
         sigemptyset(&chld);
         sigaddset(&chld, SIGCHLD);

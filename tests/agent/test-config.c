@@ -114,7 +114,7 @@ static void test_defaults(void **state)
         assert_int_equal(cfg->drain_timeout_sec, 30);
         assert_true(cfg->seccomp);
         assert_null(cfg->sandbox);
-        assert_int_equal(config_sandbox(cfg), AGENT_SANDBOX_DENYLIST); /* seccomp = true, as before */
+        assert_int_equal(config_sandbox(cfg), AGENT_SANDBOX_STRICT); /* seccomp = true: the default filter */
         assert_false(cfg->allow_insecure_http);
         assert_int_equal(cfg->poll_wait_sec, 30);
         assert_null(cfg->ca_file);
