@@ -82,6 +82,8 @@ int sandbox_apply_strict(struct na_error *err)
         /* Threads already started get it too. Only the native ABI: what runs other ABIs
          * (a 32-bit program in a container) is started by the exec helper, unfiltered. */
         int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+        if (r == 0) /* a call of another ABI from the agent is an exploit: never one thread only */
+                r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
         if (r == 0 && deny == SCMP_ACT_LOG)
                 r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_LOG, 1);
         if (r < 0) {

@@ -3,7 +3,8 @@
  * never makes is refused (EPERM in release builds, the process killed by SIGSYS in
  * debug builds), while programs started through the exec helper run without the
  * agent's filter (their /proc/self/status says "Seccomp: 0"), so containers keep
- * their own profile. Each case runs in a forked child: the filter cannot be undone.
+ * their own profile. A call of another ABI (i386 on x86-64) kills the process. Each
+ * case runs in a forked child: the filter cannot be undone.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +29,15 @@ static int strict_child(int which)
         struct na_error err = NA_ERROR_INIT;
         if (na_spawnd_start(NULL, &err) < 0 || sandbox_apply_strict(&err) < 0)
                 return 10;
+#if defined(__x86_64__)
+        if (which == 2) {
+                /* getpid through the i386 ABI (int $0x80): not the agent's ABI, never allowed. */
+                long ret, nr = 20;
+                __asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr) : "memory");
+                (void)ret;
+                return 14;
+        }
+#endif
         if (which == 0) {
                 /* syslog(SYSLOG_ACTION_SIZE_BUFFER): harmless, and not on the list. */
                 long r = syscall(SYS_syslog, 10, NULL, 0);
@@ -64,6 +74,16 @@ static void test_forbidden_call_refused(void **state)
 #endif
 }
 
+static void test_other_abi_kills(void **state)
+{
+        (void)state;
+#if defined(__x86_64__)
+        assert_int_equal(run(2), -SIGSYS); /* the whole process, in every build */
+#else
+        skip();
+#endif
+}
+
 static void test_spawned_programs_unfiltered(void **state)
 {
         (void)state;
@@ -74,6 +94,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_forbidden_call_refused),
+                cmocka_unit_test(test_other_abi_kills),
                 cmocka_unit_test(test_spawned_programs_unfiltered),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
