@@ -16,7 +16,8 @@
 
 enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN, K_BACKOFF,
                 K_LISTEN_ANY /* ADDRESS:PORT on any address; empty: off */,
-                K_STRING_OR_EMPTY /* any text; empty: off */, K_CIDR4, K_ADDR, K_PORTS };
+                K_STRING_OR_EMPTY /* any text; empty: off */, K_CIDR4, K_ADDR, K_PORTS,
+                K_SANDBOX /* strict, denylist or off */ };
 
 struct key_def {
         const char *section;
@@ -38,6 +39,7 @@ static const struct key_def keys[] = {
         { "agent", "control_socket", K_PATH, OFF(control_socket), false, "/run/nodeagent/control.sock", 0, 0 },
         { "agent", "drain_timeout_sec", K_UINT, OFF(drain_timeout_sec), false, "30", 0, 3600 },
         { "agent", "seccomp", K_BOOL, OFF(seccomp), false, "true", 0, 0 },
+        { "agent", "sandbox", K_SANDBOX, OFF(sandbox), false, NULL, 0, 0 }, /* unset: from seccomp */
 
         { "controller", "url", K_URL, OFF(url), true, NULL, 0, 0 },
         { "controller", "token_file", K_PATH, OFF(token_file), true, NULL, 0, 0 },
@@ -131,6 +133,17 @@ static bool section_known(const char *section)
                 if (streq(keys[i].section, section))
                         return true;
         return false;
+}
+
+enum agent_sandbox config_sandbox(const struct agent_config *cfg)
+{
+        if (cfg->sandbox && streq(cfg->sandbox, "strict"))
+                return AGENT_SANDBOX_STRICT;
+        if (cfg->sandbox && streq(cfg->sandbox, "off"))
+                return AGENT_SANDBOX_OFF;
+        if (cfg->sandbox)
+                return AGENT_SANDBOX_DENYLIST;
+        return cfg->seccomp ? AGENT_SANDBOX_STRICT : AGENT_SANDBOX_OFF; /* the default filter: strict */
 }
 
 void config_free(struct agent_config *cfg)
@@ -314,6 +327,10 @@ static const char *set_value(struct agent_config *cfg, const struct key_def *def
         case K_STRING:
                 if (!*value)
                         return "must not be empty";
+                break;
+        case K_SANDBOX:
+                if (!streq(value, "strict") && !streq(value, "denylist") && !streq(value, "off"))
+                        return "must be strict (allow-list), denylist or off";
                 break;
         case K_DOMAIN:
                 if (!streq(value, "kvm") && !streq(value, "qemu"))

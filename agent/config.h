@@ -24,6 +24,7 @@ struct agent_config {
         char *control_socket;
         int64_t drain_timeout_sec;
         bool seccomp;
+        char *sandbox; /* strict, denylist, off; NULL: seccomp decides (see config_sandbox) */
 
         /* [controller] */
         char *url;
@@ -102,6 +103,12 @@ int config_defaults(struct agent_config **ret, struct na_error *err);
 int config_load(const char *path, FILE *report, unsigned *problems, struct agent_config **ret,
                 struct na_error *err);
 void config_free(struct agent_config *cfg);
+
+/* The effective sandbox: the sandbox key when set, else the older seccomp boolean
+ * (true or absent: the default filter, strict; false: off), so configurations written
+ * before it keep working. */
+enum agent_sandbox { AGENT_SANDBOX_OFF, AGENT_SANDBOX_DENYLIST, AGENT_SANDBOX_STRICT };
+enum agent_sandbox config_sandbox(const struct agent_config *cfg);
 /* "a,b,c": the crash rule's three waits in milliseconds (1..3600000 each). */
 int config_parse_backoff(const char *value, unsigned out[3]);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct agent_config *, config_free)

@@ -3,7 +3,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "agent/control.h"
 #include "agent/hostinfo.h"
@@ -19,6 +22,7 @@
 #include "agent/consoles.h"
 #include "agent/services.h"
 #include "common/fileio.h"
+#include "common/spawnd.h"
 #include "common/json-cleanup.h"
 #include "common/statedir-format.h"
 #include "common/timeutil.h"
@@ -40,6 +44,7 @@ struct agent {
         struct agent_services services;
         struct host_facts host;
         int lock_fd;
+        int spawnd_pidfd;
         uint64_t started_us;
 
         bool draining, drain_forced;
@@ -383,16 +388,45 @@ fail:
         return r;
 }
 
+/* The exec helper's death is fatal: nothing could be started any more. */
+static void on_spawnd_exit(void *userdata, int fd, uint32_t revents)
+{
+        struct agent *a = userdata;
+        (void)revents;
+        log_error("exec helper (pid %d) died: the agent can no longer start programs; stopping",
+                  (int)na_spawnd_pid());
+        loop_unwatch(a->loop, fd);
+        loop_quit(a->loop, 1);
+}
+
+static int watch_spawnd(struct agent *a, struct na_error *err)
+{
+        if (!na_spawnd_active())
+                return na_error_set(err, ENOTCONN, NA_E_INTERNAL, "sandbox strict: no exec helper");
+        int fd = (int)syscall(SYS_pidfd_open, na_spawnd_pid(), 0);
+        if (fd < 0)
+                return na_error_sys(err, errno, "exec helper (pid %d): pidfd_open", (int)na_spawnd_pid());
+        a->spawnd_pidfd = fd;
+        return loop_watch(a->loop, fd, EPOLLIN, on_spawnd_exit, a, err);
+}
+
 int agent_run(struct agent *a)
 {
         struct na_error err = NA_ERROR_INIT;
-        if (a->cfg->seccomp) {
-                if (sandbox_apply(&err) < 0) {
+        enum agent_sandbox mode = config_sandbox(a->cfg);
+        if (mode == AGENT_SANDBOX_STRICT && watch_spawnd(a, &err) < 0) {
+                log_error("%s", err.message);
+                na_error_clear(&err);
+                return 1;
+        }
+        if (mode != AGENT_SANDBOX_OFF) {
+                int r = mode == AGENT_SANDBOX_STRICT ? sandbox_apply_strict(&err) : sandbox_apply(&err);
+                if (r < 0) {
                         log_error("%s", err.message);
                         na_error_clear(&err);
                         return 1;
                 }
-                log_debug("seccomp filter loaded");
+                log_debug("seccomp filter loaded (%s)", mode == AGENT_SANDBOX_STRICT ? "strict allow-list" : "deny-list");
         }
         services_start(&a->services);
         link_start(a->link);
@@ -430,6 +464,8 @@ void agent_free(struct agent *a)
         loop_free(a->loop);
         if (a->lock_fd >= 0)
                 close(a->lock_fd);
+        if (a->spawnd_pidfd > 0)
+                close(a->spawnd_pidfd);
         if (busy) {
                 static struct agent *left_open;
                 left_open = a;

@@ -6,6 +6,7 @@
 #include "agent/config.h"
 #include "agent/daemon.h"
 #include "agent/log.h"
+#include "common/spawnd.h"
 
 static void usage(FILE *f)
 {
@@ -73,6 +74,13 @@ int main(int argc, char **argv)
                 return 0;
         }
 
+        /* The exec helper must be forked while the process has one thread and no filter. */
+        if (config_sandbox(cfg) == AGENT_SANDBOX_STRICT && na_spawnd_start(NULL, &err) < 0) {
+                log_error("cannot start: %s", err.message);
+                na_error_clear(&err);
+                config_free(cfg);
+                return 1;
+        }
         struct agent *agent = NULL;
         int r = agent_new(cfg, &agent, &err);
         if (r < 0) {

@@ -18,6 +18,7 @@
 #include "agent/config.h"
 #include "agent/log.h"
 #include "common/macro.h"
+#include "common/spawnd.h"
 
 struct agent_sftpd {
         pthread_t thread;
@@ -25,6 +26,7 @@ struct agent_sftpd {
         pthread_cond_t cond;
         bool stop;
         pid_t pid;
+        int handle; /* the exec helper's status socket, or -1 */
         char binary[PATH_MAX];
         char listen[300], users_dir[PATH_MAX], host_key[PATH_MAX];
 };
@@ -68,6 +70,22 @@ static pid_t spawn(struct agent_sftpd *d)
         static char path_env[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
         char *argv[] = { d->binary, o_listen, d->listen, o_users, d->users_dir, o_key, d->host_key, NULL };
         char *envp[] = { path_env, NULL };
+        d->handle = -1;
+        if (na_spawnd_active()) {
+                /* Outside the agent's seccomp filter; stdout and stderr stay the agent's. */
+                _cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                const int fds[] = { null, STDOUT_FILENO, STDERR_FILENO };
+                struct na_spawnd_cmd c = { .path = d->binary, .argv = argv, .envp = envp, .fds = fds, .nfds = 3,
+                                           .flags = NA_SPAWND_SETPGROUP };
+                struct na_error err = NA_ERROR_INIT;
+                pid_t pid = -1;
+                if (null < 0 || na_spawnd_spawn(&c, &pid, &d->handle, &err) < 0) {
+                        log_warn("sftp: cannot start %s: %s", d->binary, null < 0 ? strerror(errno) : err.message);
+                        na_error_clear(&err);
+                        return -1;
+                }
+                return pid;
+        }
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
@@ -126,8 +144,15 @@ static void *supervise(void *arg)
                 if (pid > 0) {
                         log_info("sftp: nodeagent-sftpd started (pid %d) on %s", (int)pid, d->listen);
                         int st = 0;
-                        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-                                ;
+                        if (d->handle >= 0) {
+                                if (na_spawnd_wait(d->handle, &st) < 0)
+                                        st = SIGKILL; /* the helper is gone: the agent stops too */
+                                close(d->handle);
+                                d->handle = -1;
+                        } else {
+                                while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                                        ;
+                        }
                         pthread_mutex_lock(&d->lock);
                         d->pid = -1;
                         stop = d->stop;

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
+#include "common/spawnd.h"
 
 #define STATUS_MAX 1024
 #define SPAWN_TIMEOUT_MS 75000
@@ -120,25 +121,40 @@ int app_monitor_spawn(const struct app_monitor_spec *spec, pid_t *ret_monitor_pi
                 return na_error_sys(err, e, "app %s: monitor: pipe", id);
         }
         _cleanup_close_ int status_rd = status[0], pid_rd = pidpipe[0];
-        pid_t mid = fork();
-        if (mid == 0) {
-                /* The intermediate child: fork the monitor, tell its pid, leave (so it is not our child). */
-                pid_t mon = fork();
-                if (mon == 0)
-                        exec_monitor(spec->monitor_path, (char *const *)argv, status[1]);
-                (void)!write(pidpipe[1], &mon, sizeof(mon));
-                _exit(mon < 0 ? 1 : 0);
-        }
-        int fork_errno = errno;
-        close(status[1]);
-        close(pidpipe[1]);
-        if (mid < 0)
-                return na_error_sys(err, fork_errno, "app %s: monitor: fork", id);
-        /* ECHILD: the agent's own reaper was faster; the pid pipe still says what happened. */
-        RETRY_EINTR(waitpid(mid, NULL, 0));
         pid_t mon = -1;
-        if (RETRY_EINTR(read(pid_rd, &mon, sizeof(mon))) != (ssize_t)sizeof(mon) || mon <= 0)
-                return na_error_set(err, EIO, NA_E_DRIVER, "app %s: could not fork the monitor", id);
+        if (na_spawnd_active()) {
+                /* The exec helper forks it twice, outside the agent's seccomp filter. */
+                close(pidpipe[1]);
+                static char *const envp[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+                _cleanup_close_ int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                const int fds[] = { null, null, null, status[1] };
+                struct na_spawnd_cmd c = { .path = spec->monitor_path, .argv = (char *const *)argv, .envp = envp,
+                                           .fds = fds, .nfds = 4, .flags = NA_SPAWND_DETACH };
+                int r = null < 0 ? na_error_sys(err, errno, "app %s: monitor: /dev/null", id)
+                                 : na_spawnd_spawn(&c, &mon, NULL, err);
+                close(status[1]);
+                if (r < 0)
+                        return r;
+        } else {
+                pid_t mid = fork();
+                if (mid == 0) {
+                        /* The intermediate child: fork the monitor, tell its pid, leave (so it is not our child). */
+                        pid_t m = fork();
+                        if (m == 0)
+                                exec_monitor(spec->monitor_path, (char *const *)argv, status[1]);
+                        (void)!write(pidpipe[1], &m, sizeof(m));
+                        _exit(m < 0 ? 1 : 0);
+                }
+                int fork_errno = errno;
+                close(status[1]);
+                close(pidpipe[1]);
+                if (mid < 0)
+                        return na_error_sys(err, fork_errno, "app %s: monitor: fork", id);
+                /* ECHILD: the agent's own reaper was faster; the pid pipe still says what happened. */
+                RETRY_EINTR(waitpid(mid, NULL, 0));
+                if (RETRY_EINTR(read(pid_rd, &mon, sizeof(mon))) != (ssize_t)sizeof(mon) || mon <= 0)
+                        return na_error_set(err, EIO, NA_E_DRIVER, "app %s: could not fork the monitor", id);
+        }
 
         char buf[STATUS_MAX];
         size_t len = 0;

@@ -113,6 +113,8 @@ static void test_defaults(void **state)
         assert_string_equal(cfg->control_socket, "/run/nodeagent/control.sock");
         assert_int_equal(cfg->drain_timeout_sec, 30);
         assert_true(cfg->seccomp);
+        assert_null(cfg->sandbox);
+        assert_int_equal(config_sandbox(cfg), AGENT_SANDBOX_STRICT); /* seccomp = true: the default filter */
         assert_false(cfg->allow_insecure_http);
         assert_int_equal(cfg->poll_wait_sec, 30);
         assert_null(cfg->ca_file);
@@ -196,6 +198,7 @@ static void test_clean_full(void **state)
         assert_string_equal(c->control_socket, "/run/na/ctl.sock");
         assert_int_equal(c->drain_timeout_sec, 0);
         assert_false(c->seccomp);
+        assert_int_equal(config_sandbox(c), AGENT_SANDBOX_OFF); /* an old configuration's seccomp = no */
         assert_string_equal(c->url, "http://127.0.0.1:8443/agent/v1");
         assert_true(c->allow_insecure_http);
         assert_string_equal(c->ca_file, ca);
@@ -263,6 +266,9 @@ static void test_value_errors(void **state)
         } cases[] = {
                 { "agent", "seccomp = maybe", "seccomp: must be true or false" },
                 { "agent", "seccomp = TRUE", "seccomp: must be true or false" },
+                { "agent", "sandbox = paranoid", "sandbox: must be strict (allow-list), denylist or off" },
+                { "agent", "sandbox = Strict", "sandbox: must be strict (allow-list), denylist or off" },
+                { "agent", "sandbox =", "sandbox: must be strict (allow-list), denylist or off" },
                 { "agent", "max_parallel_jobs = four", "max_parallel_jobs: must be a whole number" },
                 { "agent", "max_parallel_jobs = 4x", "max_parallel_jobs: must be a whole number" },
                 { "agent", "max_parallel_jobs = -1", "max_parallel_jobs: must be a whole number" },
@@ -321,7 +327,8 @@ static void test_value_errors(void **state)
         } fine[] = {
                 { "agent", "max_parallel_jobs = 1" }, { "agent", "max_parallel_jobs = 256" },
                 { "agent", "drain_timeout_sec = 3600" }, { "agent", "log_level = error" }, { "agent", "log_level = warn" },
-                { "agent", "seccomp = 1" }, { "agent", "node_id = 6F1C2A3B-4C5D-4E6F-8A9B-0C1D2E3F4A5B" },
+                { "agent", "seccomp = 1" }, { "agent", "sandbox = strict" }, { "agent", "sandbox = off" },
+                { "agent", "sandbox = denylist" }, { "agent", "node_id = 6F1C2A3B-4C5D-4E6F-8A9B-0C1D2E3F4A5B" },
                 { "metrics", "prometheus_listen = 127.0.0.1:9464" }, { "metrics", "prometheus_listen = 127.1.2.3:1" },
                 { "metrics", "prometheus_listen = localhost:65535" }, { "firewall", "table = t2345678901234567890123456789012" },
                 { "apps", "sftp_listen = " }, { "apps", "sftp_listen = [::]:2022" }, { "apps", "sftp_listen = 10.0.0.1:22" },

@@ -36,7 +36,16 @@ def listening():
 
 
 def sftpd_pid(s):
-    """The agent's nodeagent-sftpd listener (a child of the agent), or None."""
+    """The agent's nodeagent-sftpd listener (a child of the agent, or under sandbox = strict of
+    its exec helper, the agent's child), or None."""
+    parents = {s.agent.proc.pid}
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == s.agent.proc.pid:
+                    parents.add(int(pid))
+        except (OSError, ValueError):
+            continue
     for pid in os.listdir("/proc"):
         try:
             with open(f"/proc/{pid}/stat") as f:
@@ -46,7 +55,7 @@ def sftpd_pid(s):
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == s.agent.proc.pid and cmd[0].endswith(b"/nodeagent-sftpd") and stat.split()[2] != "Z":
+        if ppid in parents and cmd[0].endswith(b"/nodeagent-sftpd") and stat.split()[2] != "Z":
             return int(pid)
     return None
 

@@ -325,7 +325,41 @@ def state_format(s):
     check(s.agent.stop() == 0)
 
 
+@with_setup(agent_conf={"agent": {"sandbox": "strict"}})
+def strict_sandbox(s):
+    """sandbox = strict: the agent runs under the allow-list (Seccomp: 2) while its exec
+    helper, its only child, has one filter fewer (not the agent's); the helper's death stops
+    the agent with a clear line. (A refused call: tests/agent/test-sandbox-strict.c.)"""
+    pid = s.agent.proc.pid
+
+    def status_of(p):
+        with open(f"/proc/{p}/status") as f:
+            return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+    def children(p):
+        out = []
+        for q in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{q}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == p:
+                        out.append(int(q))
+            except (OSError, ValueError):
+                continue
+        return out
+
+    agent_filters = int(status_of(pid)["Seccomp_filters"])
+    check(status_of(pid)["Seccomp"] == "2", status_of(pid))
+    helpers = children(pid)
+    check(len(helpers) == 1, helpers)
+    check(int(status_of(helpers[0])["Seccomp_filters"]) == agent_filters - 1, status_of(helpers[0]))
+    # The helper dies: the agent can start nothing any more and stops, exit 1.
+    os.kill(helpers[0], signal.SIGKILL)
+    rc = s.agent.proc.wait(10)
+    check(rc == 1, rc)
+    check("exec helper (pid %d) died" % helpers[0] in s.agent.log_text(), s.agent.log_text())
+
+
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [check_config, sigterm_drain, drain_timeout, refusals, control_socket,
                                                  ctl_apps_off, sighup_reload, notify, prometheus,
-                                                 state_format]}))
+                                                 state_format, strict_sandbox]}))

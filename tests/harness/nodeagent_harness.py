@@ -153,7 +153,10 @@ class Agent:
             self.write_token(token)
         sections = {
             "agent": {"node_id": node_id, "state_dir": self.state_dir, "control_socket": self.socket,
-                      "log_level": "debug", "drain_timeout_sec": "5"},
+                      "log_level": "debug", "drain_timeout_sec": "5",
+                      # The suite proves the strict seccomp allow-list (and the exec helper
+                      # behind every spawn); NA_TEST_SANDBOX=denylist|off runs it without.
+                      "sandbox": os.environ.get("NA_TEST_SANDBOX", "strict")},
             "controller": {"url": controller_url, "token_file": self.token_file, "ca_file": ca_file,
                            "poll_wait_sec": "5"},
             "vm": {"uri": "test:///default"},
