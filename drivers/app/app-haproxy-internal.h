@@ -50,7 +50,9 @@ int app_haproxy_write_map(struct app_haproxy *h, struct na_error *err);
 /* app_haproxy_ensure_running with h->lock held. */
 int app_haproxy_ensure_running_locked(struct app_haproxy *h, struct na_error *err);
 
-/* Ask the master to reload (master CLI "reload"); returns once it took the command. */
+/* Ask the master to reload (master CLI "reload"); returns once it took the command,
+ * or -ESRCH when the master turned out to be exiting (its socket refused, then it was
+ * gone): the caller starts a new one. */
 int app_haproxy_master_reload(struct app_haproxy *h, struct na_error *err);
 
 /* Start a new master (none of ours runs). */

@@ -242,6 +242,11 @@ int app_haproxy_master_reload(struct app_haproxy *h, struct na_error *err)
                         return 0;
                 if ((r != -ECONNREFUSED && r != -ENOENT) || mono_ms() >= deadline)
                         return na_error_prefix(err, "haproxy: reload master %d", (int)h->pid);
+                if (!is_our_master(h, h->pid)) {
+                        /* It was exiting (its worker died), not re-executing: the caller starts a new one. */
+                        na_error_clear(err);
+                        return na_error_set(err, ESRCH, NA_E_DRIVER, "haproxy: master %d exited", (int)h->pid);
+                }
                 na_error_clear(err);
                 sleep_ms(10);
         }
@@ -260,6 +265,11 @@ static int reload_locked(struct app_haproxy *h, struct na_error *err)
                 return app_haproxy_ensure_running_locked(h, err);
         pid_t old = worker_pid(h, h->timeout_ms);
         r = app_haproxy_master_reload(h, err);
+        if (r == -ESRCH) {
+                na_error_clear(err);
+                h->pid = 0;
+                return start_master(h, err);
+        }
         if (r < 0)
                 return r;
         r = wait_worker(h, old, err);
