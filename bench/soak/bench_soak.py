@@ -195,6 +195,7 @@ def main():
                       f"{m['fds']:5d} {m['threads']:4d} {jobs_done:7d} "
                       f"{consoles.sessions if consoles else 0:8d}", flush=True)
                 next_sample += a.sample_sec
+                s.controller.admin("POST", "/admin/reset", {"done": True})  # the test controller's memory bounded
                 if now >= end:
                     break
             if consoles and now >= next_console:
