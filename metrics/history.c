@@ -1,10 +1,11 @@
 #include "metrics/history.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,11 +47,14 @@ struct hist_acc {
         double max[PROTO_M__COUNT];
 };
 
+/*
+ * No copy of the file: only its descriptor and the buckets in progress. Buckets are
+ * read and written with pread/pwrite, so the file's pages stay in the page cache
+ * and never count in the process's RSS.
+ */
 struct history {
-        void *map;
-        size_t size;
+        int fd; /* -1: no intact file (read-only open of a bad one): everything reads empty */
         bool readonly;
-        struct hist_bucket *tier[PROTO_METRICS_TIERS];
         struct hist_acc acc[PROTO_METRICS_TIERS];
 };
 
@@ -75,20 +79,11 @@ static void header_fill(struct hist_header *hd)
         hd->crc = na_crc32c(0, hd, offsetof(struct hist_header, crc));
 }
 
-static bool header_ok(const void *map)
+static bool header_ok(const struct hist_header *hd)
 {
         struct hist_header want;
         header_fill(&want);
-        return memcmp(map, &want, sizeof(want)) == 0;
-}
-
-static void set_tiers(struct history *h)
-{
-        char *p = (char *)h->map + sizeof(struct hist_header);
-        for (int k = 0; k < PROTO_METRICS_TIERS; k++) {
-                h->tier[k] = (struct hist_bucket *)(void *)p;
-                p += (size_t)proto_metrics_tiers[k].slots * sizeof(struct hist_bucket);
-        }
+        return memcmp(hd, &want, sizeof(want)) == 0;
 }
 
 static uint32_t slot_of(unsigned k, uint32_t start)
@@ -96,13 +91,54 @@ static uint32_t slot_of(unsigned k, uint32_t start)
         return (start / proto_metrics_tiers[k].res_sec) % proto_metrics_tiers[k].slots;
 }
 
-/* The bucket of tier k that holds start, or NULL when its slot holds something else. */
-static const struct hist_bucket *bucket_at(const struct history *h, unsigned k, uint32_t start)
+/* Where slot of tier k lies in the file. */
+static off_t slot_offset(unsigned k, uint32_t slot)
 {
-        if (!h->map || start == 0 || start % proto_metrics_tiers[k].res_sec != 0)
-                return NULL;
-        const struct hist_bucket *b = &h->tier[k][slot_of(k, start)];
-        return b->start == start ? b : NULL;
+        size_t before = 0;
+        for (unsigned j = 0; j < k; j++)
+                before += proto_metrics_tiers[j].slots;
+        return (off_t)(sizeof(struct hist_header) + (before + slot) * sizeof(struct hist_bucket));
+}
+
+/*
+ * Read n consecutive buckets of tier k from the one holding first (n <= slots; the
+ * ring wraps) into buf. What the file does not hold (cut short) reads as zeros,
+ * that is empty. -errno on a read error.
+ */
+static int read_buckets(const struct history *h, unsigned k, uint32_t first, size_t n, struct hist_bucket *buf)
+{
+        memset(buf, 0, n * sizeof(*buf));
+        uint32_t slots = proto_metrics_tiers[k].slots, slot = slot_of(k, first);
+        size_t done = 0;
+        while (done < n) {
+                size_t run = n - done < slots - slot ? n - done : slots - slot;
+                size_t len = run * sizeof(*buf);
+                ssize_t r = pread(h->fd, (char *)(buf + done), len, slot_offset(k, slot));
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if ((size_t)r < len)
+                        break; /* end of a file cut short under us */
+                done += run;
+                slot = 0;
+        }
+        return 0;
+}
+
+/* Is b, read from the slot of start, the bucket of tier k that starts there (not stale or corrupt)? */
+static bool bucket_is(unsigned k, const struct hist_bucket *b, uint32_t start)
+{
+        return start != 0 && start % proto_metrics_tiers[k].res_sec == 0 && b->start == start;
+}
+
+/* The file's bucket of tier k that holds start into *out; false when its slot holds something else. */
+static bool bucket_read(const struct history *h, unsigned k, uint32_t start, struct hist_bucket *out)
+{
+        if (h->fd < 0 || start == 0 || start % proto_metrics_tiers[k].res_sec != 0)
+                return false;
+        return read_buckets(h, k, start, 1, out) == 0 && bucket_is(k, out, start);
 }
 
 static bool value_ok(float v)
@@ -151,9 +187,17 @@ static void acc_to_bucket(const struct hist_acc *a, struct hist_bucket *b)
         }
 }
 
+/*
+ * One pwrite of 56 bytes into the page cache. A failure (a full disk when the file
+ * was not preallocated) loses this bucket only, where a mapping would have killed
+ * the process with SIGBUS.
+ */
 static void write_bucket(struct history *h, unsigned k, const struct hist_bucket *b)
 {
-        h->tier[k][slot_of(k, b->start)] = *b;
+        ssize_t r;
+        do
+                r = pwrite(h->fd, b, sizeof(*b), slot_offset(k, slot_of(k, b->start)));
+        while (r < 0 && errno == EINTR);
 }
 
 static uint32_t parent_start(unsigned k, uint32_t start)
@@ -200,18 +244,17 @@ static bool current_view(const struct history *h, unsigned k, struct hist_bucket
         return true;
 }
 
-/* The bucket of tier k at start as a query sees it: the one in progress, or the file's. */
-static const struct hist_bucket *bucket_get(const struct history *h, unsigned k, uint32_t start,
-                                            struct hist_bucket *tmp)
+/* The bucket of tier k at start as a query sees it into *out: the one in progress, or the file's. */
+static bool bucket_get(const struct history *h, unsigned k, uint32_t start, struct hist_bucket *out)
 {
-        if (k > 0 && start && h->acc[k].start == start && current_view(h, k, tmp))
-                return tmp;
-        return bucket_at(h, k, start);
+        if (k > 0 && start && h->acc[k].start == start && current_view(h, k, out))
+                return true;
+        return bucket_read(h, k, start, out);
 }
 
 void history_record(struct history *h, const struct proto_metrics_sample *s)
 {
-        if (!h || h->readonly || !h->map)
+        if (!h || h->readonly || h->fd < 0)
                 return;
         uint64_t secs = s->at_ms / 1000;
         if (secs == 0 || secs > UINT32_MAX)
@@ -240,52 +283,52 @@ void history_record(struct history *h, const struct proto_metrics_sample *s)
         write_bucket(h, 0, &cur);
 }
 
-/* Rebuild the buckets in progress from the file after an open. */
-static void rebuild(struct history *h)
+/*
+ * Rebuild the buckets in progress from the file after an open: the newest 10 s
+ * bucket, the minute it belongs to from the 10 s ring, the quarter hour from the
+ * minute ring. Reads tier 0 whole (20 KB) and up to 15 minutes; -errno on a read error.
+ */
+static int rebuild(struct history *h)
 {
         const struct proto_metrics_tier *T = proto_metrics_tiers;
-        uint32_t newest = 0;
-        for (uint32_t i = 0; i < T[0].slots; i++) {
-                const struct hist_bucket *b = &h->tier[0][i];
-                if (b->start > newest && bucket_at(h, 0, b->start) == b)
-                        newest = b->start;
-        }
         memset(h->acc, 0, sizeof(h->acc));
+        _cleanup_free_ struct hist_bucket *t0 = calloc(T[0].slots, sizeof(*t0));
+        struct hist_bucket t1[15];
+        _Static_assert(900 / 60 == 15, "15 minutes in a quarter hour");
+        if (!t0)
+                return -ENOMEM;
+        int r = read_buckets(h, 0, 0, T[0].slots, t0);
+        if (r < 0)
+                return r;
+        uint32_t newest = 0;
+        for (uint32_t i = 0; i < T[0].slots; i++)
+                if (t0[i].start > newest && bucket_is(0, &t0[i], t0[i].start) && slot_of(0, t0[i].start) == i)
+                        newest = t0[i].start;
         if (!newest)
-                return;
+                return 0;
 
         acc_init(&h->acc[0], newest);
-        acc_add_bucket(&h->acc[0], bucket_at(h, 0, newest));
+        acc_add_bucket(&h->acc[0], &t0[slot_of(0, newest)]);
 
         uint32_t p1 = parent_start(0, newest);
         acc_init(&h->acc[1], p1);
         for (uint32_t s = p1; s < newest; s += T[0].res_sec) {
-                const struct hist_bucket *b = bucket_at(h, 0, s);
-                if (b)
+                const struct hist_bucket *b = &t0[slot_of(0, s)];
+                if (bucket_is(0, b, s))
                         acc_add_bucket(&h->acc[1], b);
         }
         uint32_t p2 = parent_start(1, p1);
         acc_init(&h->acc[2], p2);
-        for (uint32_t s = p2; s < p1; s += T[1].res_sec) {
-                const struct hist_bucket *b = bucket_at(h, 1, s);
-                if (b)
-                        acc_add_bucket(&h->acc[2], b);
-        }
+        size_t n = (p1 - p2) / T[1].res_sec;
+        if (n > 0 && (r = read_buckets(h, 1, p2, n, t1)) < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                if (bucket_is(1, &t1[i], p2 + (uint32_t)i * T[1].res_sec))
+                        acc_add_bucket(&h->acc[2], &t1[i]);
+        return 0;
 }
 
 /* ---- files ---- */
-
-static int map_file(int fd, bool writable, struct history *h, const char *path, struct na_error *err)
-{
-        void *map = mmap(NULL, HISTORY_FILE_SIZE, writable ? PROT_READ | PROT_WRITE : PROT_READ,
-                         writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED)
-                return na_error_sys(err, errno, "history %s: mmap", path);
-        h->map = map;
-        h->size = HISTORY_FILE_SIZE;
-        set_tiers(h);
-        return 0;
-}
 
 static int file_reset(int fd, bool preallocate, const char *path, struct na_error *err)
 {
@@ -330,10 +373,15 @@ int history_open(const char *path, bool preallocate, struct history **ret, enum 
         _cleanup_free_ struct history *h = calloc(1, sizeof(*h));
         if (!h)
                 return na_error_sys(err, ENOMEM, "history %s", path);
-        int r = map_file(fd, true, h, path, err);
-        if (r < 0)
-                return r;
-        rebuild(h);
+        /* Buckets are read a few at a time: readahead would only fill the page cache. */
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+        h->fd = fd;
+        int r = rebuild(h);
+        if (r < 0) {
+                h->fd = -1;
+                return na_error_sys(err, -r, "history %s: read", path);
+        }
+        h->fd = TAKE_FD(fd);
         if (result)
                 *result = res;
         *ret = TAKE_PTR(h);
@@ -349,14 +397,18 @@ int history_open_readonly(const char *path, struct history **ret, struct na_erro
         if (!h)
                 return na_error_sys(err, ENOMEM, "history %s", path);
         h->readonly = true;
+        h->fd = -1;
         struct stat st;
         struct hist_header hd;
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == HISTORY_FILE_SIZE &&
             pread(fd, &hd, sizeof(hd), 0) == (ssize_t)sizeof(hd) && header_ok(&hd)) {
-                int r = map_file(fd, false, h, path, err);
-                if (r < 0)
-                        return r;
-                rebuild(h);
+                h->fd = fd;
+                int r = rebuild(h);
+                if (r < 0) {
+                        h->fd = -1;
+                        return na_error_sys(err, -r, "history %s: read", path);
+                }
+                h->fd = TAKE_FD(fd);
         }
         *ret = TAKE_PTR(h);
         return 0;
@@ -366,8 +418,8 @@ void history_close(struct history *h)
 {
         if (!h)
                 return;
-        if (h->map)
-                munmap(h->map, h->size);
+        if (h->fd >= 0)
+                close(h->fd);
         free(h);
 }
 
@@ -416,7 +468,7 @@ int history_series(const struct history *h, const struct proto_metrics_query *q,
         if (q->tier >= PROTO_METRICS_TIERS || q->step_sec == 0 || q->step_sec % proto_metrics_tiers[q->tier].res_sec)
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "history: step %u does not fit tier %u", q->step_sec,
                                     q->tier);
-        if (!h || !h->map)
+        if (!h || h->fd < 0)
                 return 0;
         int64_t to_ms = q->to_ms < q->now_ms ? q->to_ms : q->now_ms;
         if (to_ms < q->from_ms || to_ms <= 0)
@@ -440,13 +492,24 @@ int history_series(const struct history *h, const struct proto_metrics_query *q,
         if (!pts)
                 return na_error_sys(err, ENOMEM, "history: %lld points", (long long)cap);
 
+        /* The file's buckets of the range in one or two reads (first is at most one ring back). */
+        size_t nb = (size_t)((to_s - first) / res) + 1;
+        _cleanup_free_ struct hist_bucket *buf = calloc(nb, sizeof(*buf));
+        if (!buf)
+                return na_error_sys(err, ENOMEM, "history: %zu buckets", nb);
+        int r = read_buckets(h, q->tier, (uint32_t)first, nb, buf);
+        if (r < 0)
+                return na_error_sys(err, -r, "history: read tier %u", q->tier);
+
         size_t n = 0;
         struct group g = { 0 };
         bool open_group = false;
         for (int64_t s = first; s <= to_s; s += res) {
                 struct hist_bucket tmp;
-                const struct hist_bucket *b = bucket_get(h, q->tier, (uint32_t)s, &tmp);
-                if (!b)
+                const struct hist_bucket *b = &buf[(s - first) / res];
+                if (q->tier > 0 && h->acc[q->tier].start == s && current_view(h, q->tier, &tmp))
+                        b = &tmp;
+                else if (!bucket_is(q->tier, b, (uint32_t)s))
                         continue;
                 uint64_t gs = (uint64_t)(s - s % q->step_sec) * 1000;
                 if (open_group && gs != g.at_ms) {
@@ -471,12 +534,11 @@ bool history_bucket(const struct history *h, unsigned tier, uint32_t start, stru
 {
         if (!h || tier >= PROTO_METRICS_TIERS)
                 return false;
-        struct hist_bucket tmp;
-        const struct hist_bucket *b = bucket_get(h, tier, start, &tmp);
-        if (!b)
+        struct hist_bucket b;
+        if (!bucket_get(h, tier, start, &b))
                 return false;
         struct group g = { .at_ms = (uint64_t)start * 1000 };
-        group_add(&g, b);
+        group_add(&g, &b);
         size_t n = 0;
         struct proto_metrics_point p[1];
         group_flush(&g, p, &n);

@@ -1,12 +1,19 @@
 /*
- * History of one target on the node's disk: one memory-mapped file of fixed size,
- * decided up front, holding three rings of buckets (proto/metrics.h tiers):
+ * History of one target on the node's disk: one file of fixed size, decided up
+ * front, holding three rings of buckets (proto/metrics.h tiers):
  *
  *   offset 0      header, 64 bytes (magic "NAHIST01", layout, crc32c)
  *   offset 64     tier 0:  360 buckets of 10 s   (1 hour)
  *   offset 20224  tier 1: 1440 buckets of 1 min  (24 hours)
  *   offset 100864 tier 2: 2880 buckets of 15 min (30 days)
  *   total         262,144 bytes = 256 KiB per target (4680 buckets of 56 bytes)
+ *
+ * The file is never memory-mapped: buckets are read and written with pread/pwrite
+ * on a descriptor kept open per target, so its pages live in the page cache and
+ * never count in the process's RSS however many targets there are or how often
+ * their history is read. In memory there are only the buckets in progress (about
+ * 400 bytes a target); a query reads the ranges it needs (one or two preads).
+ * (Files written when the history was mapped have the same layout and stay valid.)
  *
  * A bucket is {u32 start (epoch seconds, 0 = empty), f32 avg[7], f32 max[6]}: the
  * average and maximum of every Sample value over the bucket (memoryLimitMB has no
@@ -17,15 +24,17 @@
  * Rollups: a sample goes into the 10 s bucket; when a 10 s bucket ends, its
  * averages and maxima enter the minute as one unit, and a finished minute enters
  * its 15 minutes the same way (each finer bucket weighs the same: time-weighted).
- * The 10 s bucket is written at every sample; a minute or a quarter hour when it
- * ends. Queries see the minute and quarter hour in progress from memory, and on open
- * (also read-only) they are rebuilt from the finer tiers, so a restart or a crash
- * loses nothing that reached the page cache. Recording allocates nothing and touches
- * one page per sample.
+ * The 10 s bucket is written (one pwrite of 56 bytes) at every sample; a minute or
+ * a quarter hour when it ends. Queries see the minute and quarter hour in progress
+ * from memory, and on open (also read-only) they are rebuilt from the finer tiers
+ * (reading the 10 s ring and up to 15 minutes), so a restart or a crash loses
+ * nothing that reached the page cache. Recording allocates nothing and makes one
+ * system call per sample (two or three when a minute or quarter hour ends).
  *
  * A file of the wrong size or with a bad header is recreated empty; stale or
  * corrupt buckets read as empty and are overwritten in time; values that are not
- * finite or negative read as absent.
+ * finite or negative read as absent. A failed write (a full disk when the file was
+ * not preallocated) loses that bucket only.
  */
 #pragma once
 
@@ -43,13 +52,14 @@ struct history;
 enum history_open_result { HISTORY_OPENED, HISTORY_CREATED, HISTORY_RECREATED };
 
 /*
- * Open or create the history file at path for recording. preallocate reserves its
- * blocks (fallocate) so a full disk cannot fault a write into the mapping later.
+ * Open or create the history file at path for recording; it keeps one descriptor
+ * open until history_close. preallocate reserves its blocks (fallocate) so a full
+ * disk cannot make a later write fail.
  * *result (may be NULL) says whether it was found intact, new, or recreated.
  */
 int history_open(const char *path, bool preallocate, struct history **ret, enum history_open_result *result,
                  struct na_error *err);
-/* Open for reading only: -ENOENT when there is no file; a corrupt one reads as empty. */
+/* Open for reading only (a descriptor until history_close): -ENOENT when there is no file; a corrupt one reads as empty. */
 int history_open_readonly(const char *path, struct history **ret, struct na_error *err);
 void history_close(struct history *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct history *, history_close)

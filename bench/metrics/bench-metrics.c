@@ -14,9 +14,15 @@
  *     host's node-exporter as installed (the target's reference), and a second
  *     one reading the fixture node's /proc and /sys (the node the ticks measure,
  *     with its taps), for comparison.
- *  4. Apps tracked up to --targets in all; a tick; the process's anonymous memory.
+ *  4. Apps tracked up to --targets in all; a tick; the process's memory: RSS, PSS
+ *     (/proc/self/smaps_rollup) and RssFile side by side, after the ticks and again
+ *     after one query per tier of every target over its whole ring (what the
+ *     history costs once the rings have wrapped and are read).
  *
  * History files go to --state (default /var/tmp), preallocated as in production.
+ * Ticks run back to back; with --writeback the history files are written back to
+ * disk (syncfs, untimed) before each tick, as the kernel's flusher does between
+ * production ticks 10 s apart.
  * Targets: tick <= 0.2 x one node-exporter scrape; RssAnon <= 8 MB with 2,000 targets.
  * It prints figures and never fails on them (no timed assertions); it fails only when
  * it cannot run.
@@ -50,6 +56,7 @@
 
 static unsigned opt_guests = 1000, opt_targets = 2000, opt_ticks = 20;
 static bool opt_exporter = true;
+static bool opt_writeback; /* --writeback: write the history files back to disk before each tick, untimed */
 static unsigned opt_profile; /* --profile N: N more ticks on unchanged files, for perf record */
 static const char *opt_tmp = "/dev/shm", *opt_state = "/var/tmp";
 
@@ -469,6 +476,78 @@ static long status_kb(const char *key)
         return v;
 }
 
+/* A field of /proc/self/smaps_rollup (Rss:, Pss:, Pss_File: ...) in kB, or -1. */
+static long rollup_kb(const char *key)
+{
+        char *data = NULL;
+        size_t len;
+        struct na_error err = NA_ERROR_INIT;
+        if (na_read_file("/proc/self/smaps_rollup", 1 << 16, &data, &len, &err) < 0) {
+                na_error_clear(&err);
+                return -1;
+        }
+        long v = -1;
+        for (char *p = data; p; p = strchr(p, '\n')) {
+                p += *p == '\n';
+                if (strncmp(p, key, strlen(key)) == 0) {
+                        sscanf(p + strlen(key), " %ld", &v);
+                        break;
+                }
+        }
+        free(data);
+        return v;
+}
+
+/* RSS, PSS and RssFile beside each other (what top, smem and the page cache see). */
+static void print_memory(const char *when, unsigned targets)
+{
+        printf("memory %s, %u targets: RSS %.2f MB, PSS %.2f MB, RssFile %.2f MB, RssAnon %.2f MB (target <= 8 MB), "
+               "Pss_File %.2f MB\n",
+               when, targets, rollup_kb("Rss:") / 1024.0, rollup_kb("Pss:") / 1024.0, status_kb("RssFile:") / 1024.0,
+               status_kb("RssAnon:") / 1024.0, rollup_kb("Pss_File:") / 1024.0);
+}
+
+/*
+ * Read every target's whole history on every tier (one query each), as a client
+ * asking for a month would: with rings that have wrapped, every byte of every file.
+ */
+static void read_all(struct metrics *m, unsigned guests, unsigned apps, uint64_t now_ms, double *ms, size_t *points)
+{
+        double t0 = now_s(CLOCK_MONOTONIC);
+        *points = 0;
+        for (unsigned i = 0; i < guests + apps; i++) {
+                char id[40];
+                uuid_of(i < guests ? i : i - guests, i >= guests, id);
+                for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++) {
+                        const struct proto_metrics_tier *T = &proto_metrics_tiers[k];
+                        struct proto_metrics_query q = { .now_ms = (int64_t)now_ms, .to_ms = (int64_t)now_ms,
+                                                         .from_ms = (int64_t)now_ms - (int64_t)T->res_sec * T->slots * 1000,
+                                                         .step_sec = T->res_sec, .tier = k };
+                        struct proto_metrics_point *pts = NULL;
+                        size_t n = 0;
+                        struct na_error err = NA_ERROR_INIT;
+                        if (metrics_series(m, i < guests ? METRICS_VPS : METRICS_APP, id, &q, &pts, &n, &err) < 0)
+                                die("series: %s", err.message);
+                        *points += n;
+                        free(pts);
+                }
+        }
+        *ms = (now_s(CLOCK_MONOTONIC) - t0) * 1000;
+}
+
+/*
+ * What the kernel's flusher does every 30 s (vm.dirty_expire_centisecs) in
+ * production, where ticks are 10 s apart: the history pages are written back and
+ * clean, so a write into a mapping faults again (and a pwrite finds a clean page).
+ */
+static void writeback(const char *dir)
+{
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || syncfs(fd) < 0)
+                die("syncfs %s: %s", dir, strerror(errno));
+        close(fd);
+}
+
 static void tick(struct metrics *m, uint64_t at_ms, double *wall_ms, double *cpu_ms)
 {
         struct na_error err = NA_ERROR_INIT;
@@ -481,8 +560,8 @@ static void tick(struct metrics *m, uint64_t at_ms, double *wall_ms, double *cpu
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: bench-metrics [--guests N] [--targets N] [--ticks N] [--no-exporter] [--profile N] [--tmp DIR] "
-                        "[--state DIR]\n");
+        fprintf(stderr, "usage: bench-metrics [--guests N] [--targets N] [--ticks N] [--no-exporter] [--writeback] [--profile N] "
+                        "[--tmp DIR] [--state DIR]\n");
         exit(2);
 }
 
@@ -497,6 +576,8 @@ int main(int argc, char **argv)
                         opt_ticks = (unsigned)strtoul(argv[++i], NULL, 10);
                 else if (streq(argv[i], "--profile") && i + 1 < argc)
                         opt_profile = (unsigned)strtoul(argv[++i], NULL, 10);
+                else if (streq(argv[i], "--writeback"))
+                        opt_writeback = true;
                 else if (streq(argv[i], "--no-exporter"))
                         opt_exporter = false;
                 else if (streq(argv[i], "--tmp") && i + 1 < argc)
@@ -569,6 +650,8 @@ int main(int argc, char **argv)
         double *swall = calloc(opt_ticks, sizeof(double)), *sfwall = calloc(opt_ticks, sizeof(double));
         for (unsigned k = 0; k < opt_ticks; k++) {
                 advance_fixture(root, opt_guests, k + 1);
+                if (opt_writeback)
+                        writeback(state);
                 tick(m, at + 10000ULL * (k + 1), &wall[k], &cpu[k]);
                 if (exporter) {
                         double a = now_s(CLOCK_MONOTONIC);
@@ -633,12 +716,15 @@ int main(int argc, char **argv)
         fclose(out);
         free(text);
         metrics_stats(m, &st);
-        long anon = status_kb("RssAnon:"), file = status_kb("RssFile:"), shmem = status_kb("RssShmem:");
-        printf("tick: %u targets + node: %.3f ms wall, %.3f ms CPU; report %zu samples, prometheus %zu bytes\n",
-               st.targets - 1, w2, c2, reported, text_len);
-        printf("memory: %u targets tracked: RssAnon %.2f MB (target <= 8 MB), RssFile %.2f MB, RssShmem %.2f MB; "
+        printf("tick: %u targets + node: %.3f ms wall, %.3f ms CPU; report %zu samples, prometheus %zu bytes; "
                "history %u x 262144 bytes on disk\n",
-               st.targets - 1, anon / 1024.0, file / 1024.0, shmem / 1024.0, st.targets);
+               st.targets - 1, w2, c2, reported, text_len, st.targets);
+        print_memory("after the ticks", st.targets - 1);
+        double read_ms;
+        size_t points;
+        read_all(m, opt_guests, apps, at + 30000, &read_ms, &points);
+        printf("query: every tier of every target over its whole ring: %.1f ms, %zu points\n", read_ms, points);
+        print_memory("after reading every file whole (rings as if wrapped)", st.targets - 1);
 
         metrics_close(m);
         free(wall);

@@ -20,7 +20,8 @@ Admin side (plain HTTP on 127.0.0.1, --admin-port), JSON in and out:
   POST /admin/settings        the Settings object hello answers with
   POST /admin/cancel/{id}     the next progress of that job answers 409 JOB_CANCELLED
   POST /admin/lose-lease/{id} the next progress answers 409 LEASE_LOST
-  POST /admin/reset           forget requests, results and reports
+  POST /admin/reset           forget requests, results and reports; with {done: true}
+                              also every report and every job that is done (soak runs)
   /admin/relay/...            the relay end of live consoles: see relay.py
 Relay side (on the agent side's port): GET /relay/{sessionId}, a WebSocket upgrade.
 """
@@ -381,6 +382,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(200 if j else 404, {})
             if m == "POST" and seg == ["reset"]:
                 STATE.requests = []
+                if isinstance(payload, dict) and payload.get("done"):  # long runs: bounded memory
+                    STATE.reports = []
+                    STATE.jobs = {k: j for k, j in STATE.jobs.items() if j.get("state") != "done"}
                 return self.send_json(200, {})
         return self.send_json(404, {"error": "no such admin endpoint"})
 
