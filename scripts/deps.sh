@@ -12,7 +12,8 @@ PKGS="build-essential cmake pkg-config libvirt-dev libvirt-daemon libvirt-daemon
   libarchive-dev e2fsprogs docker-registry skopeo apache2-utils python3-cryptography
   haproxy dnsmasq-base xfsprogs
   libssh-dev libcrypt-dev openssh-client sshpass openssh-server
-  libwslay-dev"
+  libwslay-dev
+  clang libclang-rt-14-dev"
 # Before the install: haproxy's postinst would start the package's service (see below).
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
   $SUDO systemctl mask haproxy.service >/dev/null 2>&1 || true
