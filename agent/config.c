@@ -455,19 +455,21 @@ static char *trim(char *s)
                 (*problems)++;                                                   \
         } while (0)
 
-int config_load(const char *path, FILE *report, unsigned *problems, struct agent_config **ret,
-                struct na_error *err)
+int config_parse(const char *path, const char *data, size_t len, FILE *report, unsigned *problems,
+                 struct agent_config **ret, struct na_error *err)
 {
         *problems = 0;
-        _cleanup_free_ char *text = NULL;
-        int r = na_read_file(path, 1 << 20, &text, NULL, err);
-        if (r < 0)
-                return r;
+        /* The lines are cut in place: a copy, which also ends the text at its first NUL. */
+        _cleanup_free_ char *text = strndup(data, len);
+        if (!text)
+                return na_error_sys(err, ENOMEM, "%s", path);
         _cleanup_(config_freep) struct agent_config *cfg = NULL;
-        r = config_defaults(&cfg, err);
+        int r = config_defaults(&cfg, err);
         if (r < 0)
                 return r;
         cfg->path = strdup(path);
+        if (!cfg->path)
+                return na_error_sys(err, ENOMEM, "%s", path);
 
         unsigned seen_line[ARRAY_SIZE(keys)] = { 0 };
         unsigned section_line[16] = { 0 };
@@ -560,14 +562,8 @@ int config_load(const char *path, FILE *report, unsigned *problems, struct agent
                 PROBLEM(where, keys[i].key, "is required in [%s]", keys[i].section);
         }
 
-        /* Cross-key checks. */
-        size_t tf = (size_t)(key_find("controller", "token_file") - keys);
-        if (cfg->token_file && seen_line[tf]) {
-                struct na_error terr = NA_ERROR_INIT;
-                if (config_check_token_file(cfg->token_file, &terr) < 0)
-                        PROBLEM(seen_line[tf], "token_file", "%s", terr.message);
-                na_error_clear(&terr);
-        }
+        /* Cross-key checks (the token file's, on the file system, is config_load's). */
+        cfg->token_file_line = seen_line[(size_t)(key_find("controller", "token_file") - keys)];
         size_t ui = (size_t)(key_find("controller", "url") - keys);
         if (cfg->url && strncmp(cfg->url, "http://", 7) == 0) {
                 if (!cfg->allow_insecure_http)
@@ -603,6 +599,29 @@ int config_load(const char *path, FILE *report, unsigned *problems, struct agent
                         PROBLEM(seen_line[at], "nft_table", "must differ from [firewall] table");
         }
 
+        *ret = TAKE_PTR(cfg);
+        return 0;
+}
+
+int config_load(const char *path, FILE *report, unsigned *problems, struct agent_config **ret,
+                struct na_error *err)
+{
+        *problems = 0;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = na_read_file(path, 1 << 20, &text, &len, err);
+        if (r < 0)
+                return r;
+        _cleanup_(config_freep) struct agent_config *cfg = NULL;
+        r = config_parse(path, text, len, report, problems, &cfg, err);
+        if (r < 0)
+                return r;
+        if (cfg->token_file && cfg->token_file_line) {
+                struct na_error terr = NA_ERROR_INIT;
+                if (config_check_token_file(cfg->token_file, &terr) < 0)
+                        PROBLEM(cfg->token_file_line, "token_file", "%s", terr.message);
+                na_error_clear(&terr);
+        }
         *ret = TAKE_PTR(cfg);
         return 0;
 }

@@ -90,6 +90,8 @@ struct agent_config {
         /* [consoles] */
         int64_t consoles_max_per_target;
         int64_t consoles_max_sessions;
+
+        unsigned token_file_line; /* where token_file was set (0: not in the file), for config_load's check */
 };
 
 /* Defaults only (no file): what the tests and `--check-config` start from. */
@@ -102,6 +104,13 @@ int config_defaults(struct agent_config **ret, struct na_error *err);
  */
 int config_load(const char *path, FILE *report, unsigned *problems, struct agent_config **ret,
                 struct na_error *err);
+/*
+ * The decoding part of config_load, with no file system access: parse the len bytes
+ * of data (the text ends at its first NUL) as the file path; problems as config_load
+ * reports them, except the token file's check, which config_load makes on the file.
+ */
+int config_parse(const char *path, const char *data, size_t len, FILE *report, unsigned *problems,
+                 struct agent_config **ret, struct na_error *err);
 void config_free(struct agent_config *cfg);
 
 /* The effective sandbox: the sandbox key when set, else the older seccomp boolean

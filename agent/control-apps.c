@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "agent/control-request.h"
 #include "agent/services.h"
 #include "agent/workers.h"
 #include "common/json-cleanup.h"
@@ -206,15 +207,12 @@ json_t *control_apps_submit(struct control_apps *ca, uint64_t conn_id, const str
         r->limit = PROTO_APP_OUTPUT_LIMIT_DEFAULT;
         if (r->logs) {
                 _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
-                const char *id = NULL;
-                proto_uuid(req, NULL, "app", PROTO_REQUIRED, &id, &err);
-                proto_int(req, NULL, "sinceSeq", 0, 0, INT64_MAX, &r->since_seq, &err);
-                proto_int(req, NULL, "limit", 0, 1, PROTO_APP_OUTPUT_LIMIT_MAX, &r->limit, &err);
-                if (na_error_is_set(&err)) {
-                        na_error_prefix(&err, "logs");
+                struct control_logs_request lr;
+                if (control_logs_decode(req, &lr, &err) < 0)
                         return error_answer(&err);
-                }
-                snprintf(r->app_id, sizeof(r->app_id), "%s", id);
+                snprintf(r->app_id, sizeof(r->app_id), "%s", lr.app_id);
+                r->since_seq = lr.since_seq;
+                r->limit = lr.limit;
         }
         if (ca->in_flight >= APPS_MAX_IN_FLIGHT)
                 return message_answer("too many app requests under way; try again");

@@ -8,6 +8,7 @@
 #include <sys/un.h>
 
 #include "agent/control-apps.h"
+#include "agent/control-request.h"
 #include "agent/log.h"
 #include "agent/services.h"
 #include "common/fileio.h"
@@ -169,22 +170,8 @@ static void handle_run(struct conn *k, json_t *req)
         struct control *c = k->control;
         struct proto_job pj = { 0 };
         struct na_error err = NA_ERROR_INIT;
-        const char *kind = NULL;
-        json_t *target = NULL, *params = NULL;
 
-        proto_string(req, NULL, "kind", PROTO_REQUIRED, 1, PROTO_KIND_MAX, &kind, &err);
-        proto_object(req, NULL, "params", 0, &params, &err);
-        pj.timeout_sec = PROTO_TIMEOUT_DEFAULT_SEC;
-        proto_int(req, NULL, "timeoutSec", 0, 1, PROTO_TIMEOUT_MAX_SEC, &pj.timeout_sec, &err);
-        if (proto_object(req, NULL, "target", 0, &target, &err) == PROTO_PRESENT) {
-                int type = 0;
-                const char *id = NULL;
-                proto_enum(target, "target", "type", PROTO_REQUIRED, proto_target_types, &type, &err);
-                proto_string(target, "target", "id", 0, 1, PROTO_ID_MAX, &id, &err);
-                pj.target_type = (enum proto_target_type)type;
-                snprintf(pj.target_id, sizeof(pj.target_id), "%s", id ? id : "");
-        }
-        if (na_error_is_set(&err)) {
+        if (control_run_decode(req, &pj, &err) < 0) {
                 _cleanup_json_ json_t *e = na_error_to_json(&err);
                 json_t *o = json_pack("{s:b, s:s, s:O}", "ok", 0, "error", err.message, "details", e);
                 conn_send(k, o);
@@ -193,10 +180,8 @@ static void handle_run(struct conn *k, json_t *req)
                 return;
         }
         na_uuid_random(pj.id, sizeof(pj.id));
-        snprintf(pj.kind, sizeof(pj.kind), "%s", kind);
         pj.attempt = 1;
         pj.created_at_ms = (int64_t)na_now_real_ms();
-        pj.params = params ? json_deep_copy(params) : json_object();
 
         struct pending_run *p = calloc(1, sizeof(*p));
         if (!p) {
@@ -217,31 +202,35 @@ static void handle_run(struct conn *k, json_t *req)
 static void handle_line(struct conn *k, const char *line, size_t len)
 {
         struct control *c = k->control;
-        json_error_t jerr;
-        _cleanup_json_ json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!req || !json_is_object(req)) {
-                send_error(k, "request is not a JSON object: %s", req ? "wrong type" : jerr.text);
+        struct na_error err = NA_ERROR_INIT;
+        enum control_cmd cmd;
+        _cleanup_json_ json_t *req = NULL;
+        if (control_request_parse(line, len, &cmd, &req, &err) < 0) {
+                send_error(k, "%s", err.message);
+                na_error_clear(&err);
                 return;
         }
-        const char *cmd = json_string_value(json_object_get(req, "cmd"));
-        if (!cmd) {
-                send_error(k, "request has no \"cmd\" (status, jobs, run, apps or logs)");
-                return;
-        }
-        if (streq(cmd, "status")) {
+        switch (cmd) {
+        case CONTROL_CMD_STATUS: {
                 json_t *o = json_pack("{s:b, s:o}", "ok", 1, "status", c->ops->status(c->userdata));
                 conn_send(k, o);
                 json_decref(o);
-        } else if (streq(cmd, "jobs")) {
+                break;
+        }
+        case CONTROL_CMD_JOBS: {
                 json_t *o = json_pack("{s:b, s:o}", "ok", 1, "jobs", jobs_list_json(c->jobs));
                 conn_send(k, o);
                 json_decref(o);
-        } else if (streq(cmd, "run"))
+                break;
+        }
+        case CONTROL_CMD_RUN:
                 handle_run(k, req);
-        else if (control_apps_handles(cmd))
-                handle_apps(k, cmd, req);
-        else
-                send_error(k, "unknown cmd \"%.64s\" (status, jobs, run, apps or logs)", cmd);
+                break;
+        case CONTROL_CMD_APPS:
+        case CONTROL_CMD_LOGS:
+                handle_apps(k, control_cmd_name(cmd), req);
+                break;
+        }
 }
 
 static void conn_io(void *userdata, int fd, uint32_t revents)

@@ -77,6 +77,50 @@ bool na_error_is_set(const struct na_error *e)
         return e && e->code != NULL;
 }
 
+/* The length of the valid UTF-8 sequence at s (as jansson accepts it), 0 when it is not one. */
+static size_t utf8_seq_len(const unsigned char *s)
+{
+        unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+        size_t n;
+        if (c < 0x80)
+                return 1;
+        if (c >= 0xc2 && c <= 0xdf)
+                n = 2;
+        else if (c >= 0xe0 && c <= 0xef) {
+                n = 3;
+                lo = c == 0xe0 ? 0xa0 : 0x80;
+                hi = c == 0xed ? 0x9f : 0xbf;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+                n = 4;
+                lo = c == 0xf0 ? 0x90 : 0x80;
+                hi = c == 0xf4 ? 0x8f : 0xbf;
+        } else
+                return 0;
+        if (s[1] < lo || s[1] > hi)
+                return 0;
+        for (size_t i = 2; i < n; i++)
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+        return n;
+}
+
+/*
+ * A message always ends in the JSON of a failure object or an answer, and jansson
+ * refuses a string that is not UTF-8: a byte that is not part of a valid sequence
+ * (input quoted in a message, a sequence cut by the 512-byte bound) becomes '?'.
+ */
+static void utf8_scrub(char *s)
+{
+        for (unsigned char *p = (unsigned char *)s; *p;) {
+                size_t n = utf8_seq_len(p);
+                if (n == 0) {
+                        *p++ = '?';
+                        continue;
+                }
+                p += n;
+        }
+}
+
 int na_error_setv(struct na_error *e, int errnum, const char *code, const char *fmt, va_list ap)
 {
         if (errnum <= 0)
@@ -88,6 +132,7 @@ int na_error_setv(struct na_error *e, int errnum, const char *code, const char *
         e->code = code ? code : NA_E_INTERNAL;
         e->http_status = na_error_code_status(e->code);
         vsnprintf(e->message, sizeof(e->message), fmt, ap);
+        utf8_scrub(e->message);
         return -errnum;
 }
 
@@ -123,6 +168,7 @@ int na_error_prefix(struct na_error *e, const char *fmt, ...)
         va_end(ap);
         snprintf(joined, sizeof(joined), "%s: %s", outer, e->message);
         memcpy(e->message, joined, sizeof(joined));
+        utf8_scrub(e->message);
         return -e->errnum;
 }
 

@@ -333,6 +333,13 @@ static void body_garbage(struct session *s)
         client_send(&c, ":\"sta", 5);
         client_send(&c, "tus\"}\n", 6);
         keep(s, client_read(&c));                                                         /* 11 */
+        /* An unknown cmd of 22 two-byte characters: the message shows 64 bytes of it, which
+         * once cut a character in two, and such an answer could not be written (found by fuzz-control). */
+        char line[128] = "{\"cmd\":\"";
+        for (int i = 0; i < 22; i++)
+                strcat(line, "\xc3\xa9t");
+        strcat(line, "\"}");
+        keep(s, client_request(&c, line));                                                /* 12 */
         close(c.fd);
 }
 
@@ -341,7 +348,7 @@ static void test_garbage_keeps_connection(void **state)
         struct fixture *f = *state;
         struct session s = { .body = body_garbage };
         run_session(f, &s);
-        assert_int_equal(s.n, 12);
+        assert_int_equal(s.n, 13);
         assert_false(ok_of(s.answers[0]));
         assert_true(strncmp(error_of(s.answers[0]), "request is not a JSON object: ", 30) == 0);
         assert_true(ok_of(s.answers[1]));
@@ -369,6 +376,12 @@ static void test_garbage_keeps_connection(void **state)
         assert_non_null(json_object_get(s.answers[10], "jobs"));
         assert_true(ok_of(s.answers[11]));
         assert_non_null(json_object_get(s.answers[11], "status"));
+        assert_false(ok_of(s.answers[12]));
+        char want[128] = "unknown cmd \"";
+        for (int i = 0; i < 21; i++)
+                strcat(want, "\xc3\xa9t");
+        strcat(want, "\" (status, jobs, run, apps or logs)");
+        assert_string_equal(error_of(s.answers[12]), want);
         session_free(&s);
 }
 

@@ -241,6 +241,29 @@ static void test_move(void **state)
         assert_string_equal(b.code, NA_E_VALIDATION);
         assert_json_eq(b.details, "{\"_errors\": [], \"x\": {\"_errors\": [\"bad\"]}}");
 }
+/* Every message can go into JSON: bytes that are not UTF-8 become '?', a sequence cut by the bound too. */
+static void test_message_is_utf8(void **state)
+{
+        (void)state;
+        _cleanup_na_error_ struct na_error e = NA_ERROR_INIT;
+        na_error_set(&e, EINVAL, NA_E_VALIDATION, "near '%s'", "\xc3\xa9t\\\xc3");
+        assert_string_equal(e.message, "near '\xc3\xa9t\\?'");
+        na_error_set(&e, EINVAL, NA_E_VALIDATION, "%s", "\xff\xfe \xed\xa0\x80 \xe0\x80\x80 \xf4\x90\x80\x80 \xf0\x9f\x98\x80");
+        assert_string_equal(e.message, "?? ??? ??? ???? \xf0\x9f\x98\x80");
+        char big[600];
+        memset(big, 'a', sizeof(big));
+        for (size_t i = 500; i + 2 < sizeof(big); i += 2)
+                memcpy(big + i, "\xc3\xa9", 2);
+        big[sizeof(big) - 1] = '\0';
+        na_error_set(&e, EINVAL, NA_E_INTERNAL, "%s", big); /* the 511 bytes kept end in half an \xc3\xa9 */
+        assert_int_equal(e.message[510], '?');
+        _cleanup_json_ json_t *j = json_string(e.message);
+        assert_non_null(j);
+        na_error_prefix(&e, "\xe2\x82");
+        assert_memory_equal(e.message, "??: ", 4);
+        _cleanup_json_ json_t *k = json_string(e.message);
+        assert_non_null(k);
+}
 
 int main(void)
 {
@@ -254,6 +277,7 @@ int main(void)
                 cmocka_unit_test(test_to_json_fixed_messages),
                 cmocka_unit_test(test_to_json_internal_hides_details),
                 cmocka_unit_test(test_move),
+                cmocka_unit_test(test_message_is_utf8),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

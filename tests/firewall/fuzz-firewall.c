@@ -7,7 +7,7 @@
  * A refused input must carry a VALIDATION_ERROR with details. A broken property aborts.
  *
  * CTest runs it with gcc over tests/firewall/corpus and seeded mutations
- * (test-fw-fuzz.c); with clang, -fsanitize=fuzzer builds it as a real libFuzzer target.
+ * (test-fw-fuzz.c); scripts/fuzz.sh builds it with clang as a real libFuzzer target.
  */
 #include <jansson.h>
 #include <libnftnl/rule.h>

@@ -7,7 +7,7 @@
  *
  * Built two ways: with tests/proto/fuzz-driver.c (a plain main over a corpus and
  * seeded mutations, run by CTest with gcc), or with clang -fsanitize=fuzzer as a real
- * libFuzzer target (tests/proto/fuzz-libfuzzer.sh).
+ * libFuzzer target (fuzz/CMakeLists.txt, run by scripts/fuzz.sh).
  */
 #include <errno.h>
 #include <stddef.h>
