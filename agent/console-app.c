@@ -28,6 +28,8 @@
 #define APP_READ_ROUNDS 8 /* per loop turn; more output waits for the next turn */
 #define APP_POLL_MS 300
 #define APP_PENDING_MAX 64 /* console lines sent to the monitor and not yet answered */
+#define APP_BACKLOG_PAUSE (512u * 1024u) /* every session holds this much unsent: stop reading */
+#define APP_PAUSE_MS 5
 
 /*
  * One per app with open consoles, shared by its sessions: one connection to the
@@ -107,12 +109,32 @@ static void end_all(struct app_follower *f, const char *reason)
         }
 }
 
+/*
+ * Every session of f holds APP_BACKLOG_PAUSE bytes or more not yet on its socket.
+ * Reading on would only encode lines to drop them (the oldest go beyond 1 MiB): that
+ * cost a fast app's console most of a core for ~1 MB/s delivered. The lines wait in
+ * the ring instead, and what the ring overwrites meanwhile is said as before.
+ */
+static bool all_backlogged(const struct app_follower *f)
+{
+        for (size_t i = 0; i < f->nsubs; i++) {
+                const struct console_session *s = f->subs[i];
+                if (s->qbytes + (s->ws ? ws_queued(s->ws) : 0) < APP_BACKLOG_PAUSE)
+                        return false;
+        }
+        return f->nsubs > 0;
+}
+
 /* Read what the ring holds beyond f->next_seq and fan it out. < 0: the app is gone
  * (every session ended; f may be freed). */
 static int read_ring(struct app_follower *f)
 {
         const struct agent_services *sv = svc(f);
         for (int round = 0; round < APP_READ_ROUNDS; round++) {
+                if (all_backlogged(f)) {
+                        loop_timer_arm_ms(f->timer, APP_PAUSE_MS); /* follower_tick reads on */
+                        return 0;
+                }
                 struct na_error err = NA_ERROR_INIT;
                 _cleanup_json_ json_t *out = NULL;
                 int r = sv->app->output(sv->app_conn, f->app_id, f->next_seq, APP_READ_LIMIT, &out, &err);
