@@ -159,6 +159,19 @@ void config_free(struct agent_config *cfg)
         free(cfg);
 }
 
+bool config_host_is_loopback(const char *host)
+{
+        struct in_addr a4;
+        struct in6_addr a6;
+        if (strcasecmp(host, "localhost") == 0)
+                return true;
+        if (inet_pton(AF_INET, host, &a4) == 1)
+                return (ntohl(a4.s_addr) >> 24) == 127;
+        if (inet_pton(AF_INET6, host, &a6) == 1)
+                return IN6_IS_ADDR_LOOPBACK(&a6);
+        return false;
+}
+
 /*
  * Whether authority ("HOST", "HOST:PORT", "[V6]:PORT") names a loopback host: localhost,
  * an IPv4 address in 127.0.0.0/8 or ::1. A name that merely starts like one
@@ -197,15 +210,7 @@ static bool authority_is_loopback(const char *authority, size_t len, bool *has_p
                         return false;
                 *has_port = true;
         }
-        struct in_addr a4;
-        struct in6_addr a6;
-        if (strcasecmp(host, "localhost") == 0)
-                return true;
-        if (inet_pton(AF_INET, host, &a4) == 1)
-                return (ntohl(a4.s_addr) >> 24) == 127;
-        if (inet_pton(AF_INET6, host, &a6) == 1)
-                return IN6_IS_ADDR_LOOPBACK(&a6);
-        return false;
+        return config_host_is_loopback(host);
 }
 
 /* Parse value for def into cfg; returns NULL or the reason it is refused. */

@@ -127,3 +127,6 @@ int config_check_token_file(const char *path, struct na_error *err);
 /* The token: the first line of the file, checked as config_check_token_file() does on
  * the descriptor it reads (max: the longest token accepted, in bytes). */
 int config_read_token(const char *path, size_t max, char **ret, struct na_error *err);
+
+/* host (a name or an address, no port) is localhost, in 127.0.0.0/8 or ::1. */
+bool config_host_is_loopback(const char *host);

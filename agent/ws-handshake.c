@@ -12,23 +12,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "agent/config.h"
 #include "agent/ws.h"
 #include "common/macro.h"
 
 static const char WS_GUID[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-static bool is_loopback(const char *host)
-{
-        struct in_addr a4;
-        struct in6_addr a6;
-        if (strcasecmp(host, "localhost") == 0)
-                return true;
-        if (inet_pton(AF_INET, host, &a4) == 1)
-                return (ntohl(a4.s_addr) >> 24) == 127;
-        if (inet_pton(AF_INET6, host, &a6) == 1)
-                return IN6_IS_ADDR_LOOPBACK(&a6);
-        return false;
-}
 
 static bool host_char_ok(char c)
 {
@@ -89,7 +77,7 @@ int ws_url_parse(const char *url, bool allow_insecure, struct ws_url *ret, const
         if (strlen(p) + 2 > sizeof(u.path))
                 return na_error_field(err, field, "path too long");
         snprintf(u.path, sizeof(u.path), "%s%s", *p == '/' ? "" : "/", p);
-        if (!u.tls && !(allow_insecure && is_loopback(u.host)))
+        if (!u.tls && !(allow_insecure && config_host_is_loopback(u.host)))
                 return na_error_field(err, field,
                                       "must be a wss:// URL (ws:// only to a loopback host with [controller] "
                                       "allow_insecure_http)");
