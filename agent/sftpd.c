@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "agent/config.h"
 #include "agent/log.h"
 #include "common/macro.h"
+#include "common/spawn.h"
 #include "common/spawnd.h"
 
 struct agent_sftpd {
@@ -71,39 +71,15 @@ static pid_t spawn(struct agent_sftpd *d)
         char *argv[] = { d->binary, o_listen, d->listen, o_users, d->users_dir, o_key, d->host_key, NULL };
         char *envp[] = { path_env, NULL };
         d->handle = -1;
-        if (na_spawnd_active()) {
-                /* Outside the agent's seccomp filter; stdout and stderr stay the agent's. */
-                _cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                const int fds[] = { null, STDOUT_FILENO, STDERR_FILENO };
-                struct na_spawnd_cmd c = { .path = d->binary, .argv = argv, .envp = envp, .fds = fds, .nfds = 3,
-                                           .flags = NA_SPAWND_SETPGROUP };
-                struct na_error err = NA_ERROR_INIT;
-                pid_t pid = -1;
-                if (null < 0 || na_spawnd_spawn(&c, &pid, &d->handle, &err) < 0) {
-                        log_warn("sftp: cannot start %s: %s", d->binary, null < 0 ? strerror(errno) : err.message);
-                        na_error_clear(&err);
-                        return -1;
-                }
-                return pid;
-        }
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-        posix_spawnattr_t attr;
-        posix_spawnattr_init(&attr);
-        sigset_t none, all;
-        sigemptyset(&none);
-        sigfillset(&all);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-        posix_spawnattr_setpgroup(&attr, 0);
+        _cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        const int fds[] = { null, STDOUT_FILENO, STDERR_FILENO }; /* stdout and stderr stay the agent's */
+        struct na_spawnd_cmd c = { .path = d->binary, .argv = argv, .envp = envp, .fds = fds, .nfds = 3,
+                                   .flags = NA_SPAWND_SETPGROUP };
+        struct na_error err = NA_ERROR_INIT;
         pid_t pid = -1;
-        int r = posix_spawn(&pid, d->binary, &fa, &attr, argv, envp);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
-        if (r != 0) {
-                log_warn("sftp: cannot start %s: %s", d->binary, strerror(r));
+        if (null < 0 || na_spawn_start(&c, &pid, &d->handle, &err) < 0) {
+                log_warn("sftp: cannot start %s: %s", d->binary, null < 0 ? strerror(errno) : err.message);
+                na_error_clear(&err);
                 return -1;
         }
         return pid;

@@ -40,6 +40,36 @@ static void strip_trailing(char *s)
                 s[--n] = '\0';
 }
 
+int na_spawn_start(const struct na_spawnd_cmd *c, pid_t *ret_pid, int *ret_handle, struct na_error *err)
+{
+        *ret_handle = -1;
+        if (na_spawnd_active())
+                return na_spawnd_spawn(c, ret_pid, ret_handle, err); /* outside the agent's seccomp filter */
+        if (c->flags & NA_SPAWND_DETACH)
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "run %s: detached without the exec helper", c->path);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        for (unsigned i = 0; i < c->nfds; i++)
+                posix_spawn_file_actions_adddup2(&fa, c->fds[i], (int)i);
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        sigset_t none, all;
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setsigdefault(&attr, &all);
+        short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+        if (c->flags & NA_SPAWND_SETPGROUP) {
+                flags |= POSIX_SPAWN_SETPGROUP;
+                posix_spawnattr_setpgroup(&attr, 0);
+        }
+        posix_spawnattr_setflags(&attr, flags);
+        int r = posix_spawn(ret_pid, c->path, &fa, &attr, c->argv, c->envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        return r != 0 ? na_error_sys(err, r, "run %s", c->path) : 0;
+}
+
 int na_spawn(char *const argv[], const struct na_progress *progress, char **ret_out, size_t out_max,
              struct na_error *err)
 {
@@ -57,37 +87,16 @@ int na_spawn(char *const argv[], const struct na_progress *progress, char **ret_
         pid_t pid;
         int r;
         _cleanup_close_ int handle = -1;
-        if (na_spawnd_active()) {
-                /* The exec helper runs it, outside the agent's seccomp filter. */
+        {
                 _cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
                 const int fds[] = { null, outp[1], errp[1] };
                 struct na_spawnd_cmd c = { .path = argv[0], .argv = argv, .envp = envp, .fds = fds, .nfds = 3 };
-                r = null < 0 ? -errno : na_spawnd_spawn(&c, &pid, &handle, err);
+                r = null < 0 ? na_error_sys(err, errno, "run %s: /dev/null", argv[0])
+                             : na_spawn_start(&c, &pid, &handle, err);
                 close(outp[1]);
                 close(errp[1]);
                 if (r < 0)
-                        return null < 0 ? na_error_sys(err, -r, "run %s: /dev/null", argv[0]) : r;
-        } else {
-                posix_spawn_file_actions_t fa;
-                posix_spawn_file_actions_init(&fa);
-                posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-                posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
-                posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
-                posix_spawnattr_t attr;
-                posix_spawnattr_init(&attr);
-                sigset_t none, all;
-                sigemptyset(&none);
-                sigfillset(&all);
-                posix_spawnattr_setsigmask(&attr, &none);
-                posix_spawnattr_setsigdefault(&attr, &all);
-                posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-                r = posix_spawn(&pid, argv[0], &fa, &attr, argv, envp);
-                posix_spawn_file_actions_destroy(&fa);
-                posix_spawnattr_destroy(&attr);
-                close(outp[1]);
-                close(errp[1]);
-                if (r != 0)
-                        return na_error_sys(err, r, "run %s", argv[0]);
+                        return r;
         }
 
         _cleanup_free_ char *out = NULL;

@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "common/spawnd.h"
 #include "common/progress.h"
 
 /*
@@ -16,3 +17,13 @@
  */
 int na_spawn(char *const argv[], const struct na_progress *progress, char **ret_out, size_t out_max,
              struct na_error *err);
+
+/*
+ * Start c (c->fds[i] becomes the program's descriptor i, signals reset, a new process
+ * group with NA_SPAWND_SETPGROUP): through the exec helper when it runs, so the
+ * program is outside the agent's seccomp filter, else with posix_spawn. *ret_pid is
+ * the program's pid; *ret_handle, when >= 0, is the helper's handle to read its exit
+ * status from (na_spawnd_wait; close it), else the program is this process's child.
+ * NA_SPAWND_DETACH needs the helper.
+ */
+int na_spawn_start(const struct na_spawnd_cmd *c, pid_t *ret_pid, int *ret_handle, struct na_error *err);
