@@ -1,5 +1,6 @@
 /*
- * The one event loop (epoll): fd watches, timers on one timerfd, signals through a
+ * The one event loop (epoll): fd watches, timers (a heap whose earliest deadline is
+ * epoll's timeout: no descriptor, no syscall to arm one), signals through a
  * signalfd, and loop_post() for other threads to hand work back. Callbacks run on
  * the loop thread and must never block.
  */

@@ -437,6 +437,50 @@ static void test_fd_watch(void **state)
         close(fds[1]);
 }
 
+/* ---- a timer that re-arms itself at once never starves the descriptors ---- */
+
+struct busy {
+        struct fixture *f;
+        struct loop_timer *t;
+        unsigned fired;
+        int rfd;
+};
+
+static void busy_fired(void *userdata)
+{
+        struct busy *b = userdata;
+        b->fired++;
+        loop_timer_arm_us(b->t, 0); /* due again at once: it waits for the next round */
+}
+
+static void busy_read(void *userdata, int fd, uint32_t revents)
+{
+        struct busy *b = userdata;
+        (void)revents;
+        char c;
+        assert_int_equal(read(fd, &c, 1), 1);
+        loop_quit(b->f->loop, 5);
+}
+
+static void test_zero_timer_does_not_starve_io(void **state)
+{
+        struct fixture *f = *state;
+        int fds[2];
+        assert_int_equal(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+        struct busy b = { .f = f, .rfd = fds[0] };
+        b.t = loop_timer_new(f->loop, busy_fired, &b);
+        loop_timer_arm_us(b.t, 0);
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(loop_watch(f->loop, fds[0], EPOLLIN, busy_read, &b, &err), 0);
+        assert_int_equal(write(fds[1], "x", 1), 1);
+        assert_int_equal(run(f), 5);
+        assert_true(b.fired >= 1);
+        loop_unwatch(f->loop, fds[0]);
+        loop_timer_free(b.t);
+        close(fds[0]);
+        close(fds[1]);
+}
+
 /* ---- signals ---- */
 
 struct sig_state {
@@ -480,6 +524,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_post_nodes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_timer_new_makes_room, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fd_watch, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_zero_timer_does_not_starve_io, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_signals, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
