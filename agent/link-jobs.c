@@ -68,11 +68,15 @@ static void result_done(void *userdata, const struct http_response *resp)
         struct outgoing *o = userdata;
         struct link *l = o->link;
         l->results_in_flight--;
-        char code[64];
-        struct proto_envelope env;
-        _cleanup_json_ json_t *root = link_answer(resp, &env, code, sizeof(code));
+        char code[64] = "";
+        struct proto_envelope env = { 0 };
+        _cleanup_json_ json_t *root = NULL;
+        /* A taken result's answer holds nothing the agent uses: it is not parsed. */
+        bool taken = resp->status >= 200 && resp->status < 300;
+        if (!taken)
+                root = link_answer(resp, &env, code, sizeof(code));
 
-        if (resp->status >= 200 && resp->status < 300) {
+        if (taken) {
                 log_debug("job %s: result taken by the central API", o->id);
         } else if (resp->status == 404 || resp->status == 409) {
                 log_warn("job %s: the central API refused its result (HTTP %ld %s); dropped", o->id, resp->status, code);
