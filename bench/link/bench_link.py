@@ -5,6 +5,11 @@
                1,000 node.status jobs one after another over loopback HTTPS: p50, p99;
                beside two plain `curl` requests to the same controller, same run
   throughput   10,000 node.status jobs with maxJobs=64, first offer to last result
+  in flight    20,000 node.status jobs kept 8 in flight (maxJobs=8: the controller offers
+               the next as soon as a result is back): jobs/s and each job's offer-to-result
+               p50/p99; beside it the limit, bench/link/curlpairs (C, libcurl alone, 8 lanes
+               of keep-alive GET jobs + POST result pairs, no JSON, no journal, no worker)
+               against the same controller in the same run, timed by the controller alike
   memory       the agent's RSS, PSS and anonymous RSS after those 11,000 jobs
 
 The controller is bench/link/fastctl (C, one thread, OpenSSL): a controller that
@@ -27,6 +32,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "harness"))
 from nodeagent_harness import BUILD, Agent, certs_dir, check, free_port  # noqa: E402
 
 FASTCTL = os.path.join(BUILD, "bench", "link", "fastctl")
+CURLPAIRS = os.path.join(BUILD, "bench", "link", "curlpairs")
 
 
 def mem_kb(pid):
@@ -43,7 +49,7 @@ def mem_kb(pid):
     return out
 
 
-def run_controller(tmp, node_id, n, mode, certs, curl_first=False):
+def run_controller(tmp, node_id, n, mode, certs, curl_first=False, maxjobs=64):
     port = free_port()
     ctl = subprocess.Popen([FASTCTL, str(port), f"{certs}/server.pem", f"{certs}/server.key", node_id, str(n), mode,
                             "64"], stdout=subprocess.PIPE, text=True)
@@ -63,10 +69,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--throughput-jobs", type=int, default=10000)
+    ap.add_argument("--window-jobs", type=int, default=20000)
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, for the CTest that keeps this from rotting")
     args = ap.parse_args()
     if args.smoke:
-        args.jobs, args.throughput_jobs = 20, 200
+        args.jobs, args.throughput_jobs, args.window_jobs = 20, 200, 200
     certs = certs_dir()
     tmp = tempfile.mkdtemp(prefix="nodeagent-bench-")
     node_id = str(uuid.uuid4())
@@ -108,6 +115,27 @@ def main():
         print(f"memory       after {args.jobs + args.throughput_jobs} jobs: RSS {mem['VmRSS'] / 1024:.1f} MB "
               f"(of which shared library text is most), PSS {mem['Pss'] / 1024:.1f} MB, "
               f"anonymous {mem['RssAnon'] / 1024:.1f} MB  (target RSS <= 8 MB)")
+
+        # Eight in flight, then the peer on the same kind of controller.
+        ctl, url, _ = run_controller(tmp, node_id, args.window_jobs, "win", certs, maxjobs=8)
+        with open(agent.conf) as f:
+            conf = f.read()
+        with open(agent.conf, "w") as f:
+            f.write(conf.replace(conf.split("url = ")[1].split("\n")[0], url))
+        agent.start()
+        win = json.loads(ctl.stdout.readline())
+        ctl.wait()
+        agent.stop()
+        ctl, url, _ = run_controller(tmp, node_id, args.window_jobs, "win", certs, maxjobs=8)
+        peer = subprocess.Popen([CURLPAIRS, url, node_id, f"{certs}/ca.pem", str(args.window_jobs), "8"])
+        pw = json.loads(ctl.stdout.readline())
+        ctl.wait()
+        check(peer.wait() == 0)
+        print(f"in flight    {win['jobs']} node.status jobs, 8 in flight: {win['jobsPerSec']:.0f} jobs/s, "
+              f"p50 {win['p50Ms']:.3f} ms, p99 {win['p99Ms']:.3f} ms  (targets: >= 15000 jobs/s, p99 <= 1 ms)")
+        print(f"  limit      curlpairs, the same {pw['jobs']} jobs as keep-alive GET+POST pairs, 8 lanes: "
+              f"{pw['jobsPerSec']:.0f} pairs/s, p50 {pw['p50Ms']:.3f} ms, p99 {pw['p99Ms']:.3f} ms; "
+              f"ratio agent / limit = {win['jobsPerSec'] / pw['jobsPerSec']:.2f}")
     finally:
         if agent and agent.proc and agent.proc.poll() is None:
             agent.proc.kill()

@@ -3,9 +3,10 @@
  * non-blocking OpenSSL, HTTP/1.1 keep-alive, just the agent API endpoints the
  * benchmark needs, every job a node.status. It hands out N jobs and prints, as one
  * JSON line, the round trip of each (sequential mode) or the throughput (parallel
- * mode), then exits.
+ * mode), then exits. Mode win keeps MAXJOBS jobs in flight: a new one is offered as
+ * soon as a result comes back (throughput and each job's round trip under load).
  *
- *   fastctl PORT CERT KEY NODE_ID N MODE(seq|par) MAXJOBS
+ *   fastctl PORT CERT KEY NODE_ID N MODE(seq|par|win) MAXJOBS
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,11 +38,12 @@ struct conn {
 };
 
 static struct conn *conns[65536];
+static int max_fd; /* the highest descriptor a connection has had */
 static SSL_CTX *ctx;
 static int epfd;
 static const char *node_id;
 static long n_jobs, offered, done;
-static bool sequential;
+static bool sequential, windowed; /* seq: one job at a time; win: MAXJOBS in flight */
 static unsigned max_jobs;
 static double *offer_at, *result_at, first_offer, last_result;
 
@@ -95,6 +97,8 @@ static bool answer_poll(struct conn *c)
         long avail = n_jobs - offered;
         if (sequential && offered > done)
                 avail = 0; /* one at a time: the next only when the last is back */
+        if (windowed && avail > (long)max_jobs - (offered - done))
+                avail = (long)max_jobs - (offered - done); /* a window of MAXJOBS in flight */
         if (avail <= 0)
                 return false;
         long give = avail < (long)c->poll_max ? avail : (long)c->poll_max;
@@ -124,7 +128,7 @@ static bool answer_poll(struct conn *c)
 
 static void wake_polls(void)
 {
-        for (int fd = 0; fd < 65536; fd++)
+        for (int fd = 0; fd <= max_fd; fd++)
                 if (conns[fd] && conns[fd]->poll_waiting && !answer_poll(conns[fd]))
                         break;
 }
@@ -152,7 +156,7 @@ static void handle(struct conn *c, const char *method, const char *path, const c
                         done++;
                 }
                 respond(c, "{\"success\":true,\"message\":\"\",\"data\":{}}");
-                if (sequential)
+                if (sequential || windowed)
                         wake_polls();
         } else if (strstr(path, "/progress"))
                 respond(c, "{\"success\":true,\"message\":\"\",\"data\":{\"leaseExpiresAt\":\"2030-01-01T00:00:00Z\"}}");
@@ -222,13 +226,14 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
         if (argc != 8) {
-                fprintf(stderr, "usage: fastctl PORT CERT KEY NODE_ID N seq|par MAXJOBS\n");
+                fprintf(stderr, "usage: fastctl PORT CERT KEY NODE_ID N seq|par|win MAXJOBS\n");
                 return 2;
         }
         int port = atoi(argv[1]);
         node_id = argv[4];
         n_jobs = atol(argv[5]);
         sequential = strcmp(argv[6], "seq") == 0;
+        windowed = strcmp(argv[6], "win") == 0;
         max_jobs = (unsigned)atoi(argv[7]);
         offer_at = calloc((size_t)n_jobs, sizeof(double));
         result_at = calloc((size_t)n_jobs, sizeof(double));
@@ -268,6 +273,8 @@ int main(int argc, char **argv)
                                         c->ssl = SSL_new(ctx);
                                         SSL_set_fd(c->ssl, cfd);
                                         conns[cfd] = c;
+                                        if (cfd > max_fd)
+                                                max_fd = cfd;
                                         struct epoll_event cev = { .events = EPOLLIN, .data.fd = cfd };
                                         epoll_ctl(epfd, EPOLL_CTL_ADD, cfd, &cev);
                                 }
