@@ -229,7 +229,7 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         na_progress_stage(progress, "configuring", 0, "writing the cloud-init seed and the domain");
         char mac[18];
         vm_mac_from_id(id, mac);
-        if ((r = vm_seed_write(c->xorriso, &m, mac, seed, err)) < 0)
+        if ((r = vm_seed_write(&m, mac, seed, err)) < 0)
                 return r;
         if ((r = vm_lv_define(c, conn, &m, err)) < 0)
                 return r;
@@ -405,7 +405,7 @@ int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_in
         m.want_running = true;
         char mac[18];
         vm_mac_from_id(id, mac);
-        if ((r = meta_save(c, &m, err)) < 0 || (r = vm_seed_write(c->xorriso, &m, mac, seed, err)) < 0 ||
+        if ((r = meta_save(c, &m, err)) < 0 || (r = vm_seed_write(&m, mac, seed, err)) < 0 ||
             (r = vm_lv_define(c, conn, &m, err)) < 0)
                 return r;
 
