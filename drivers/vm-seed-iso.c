@@ -202,7 +202,7 @@ static bool name_valid(const char *s, size_t max, bool dot_dash)
 }
 
 /* The level 1 ISO 9660 name: "NAME8.EXT;1", upper case, other characters as '_'. */
-static size_t iso_name(const char *name, char out[14])
+static size_t iso_name(const char *name, char out[16])
 {
         const char *dot = strrchr(name, '.');
         size_t base_len = dot ? (size_t)(dot - name) : strlen(name);
@@ -325,7 +325,7 @@ int vm_iso_write(int fd, const char *volume_id, const struct vm_iso_file *files,
         if (n_files > MAX_FILES)
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "ISO image: %zu files, at most %d", n_files,
                                     MAX_FILES);
-        char iso[MAX_FILES][14];
+        char iso[MAX_FILES][16]; /* "NAME8.EXT;1" and its NUL: 15 */
         size_t iso_len[MAX_FILES];
         uint32_t extent[MAX_FILES];
         uint32_t next = S_FILES;
