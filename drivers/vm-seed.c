@@ -52,11 +52,14 @@ int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_
         snprintf(instance, sizeof(instance), "%s-%lld", m->id, (long long)m->generation);
         _cleanup_json_ json_t *meta = json_pack("{s:s, s:s}", "instance-id", instance, "local-hostname", m->hostname);
 
-        json_t *keys = json_array();
-        for (char **k = m->ssh_keys; k && *k; k++)
-                json_array_append_new(keys, json_string(*k));
-        json_t *root = json_pack("{s:s, s:b, s:o}", "name", "root", "lock_passwd", m->password_hash == NULL,
-                                 "ssh_authorized_keys", keys);
+        json_t *root = json_pack("{s:s, s:b}", "name", "root", "lock_passwd", m->password_hash == NULL);
+        if (root && m->ssh_keys && m->ssh_keys[0]) {
+                /* Only when there is a key: cloud-init's schema refuses an empty list. */
+                json_t *keys = json_array();
+                for (char **k = m->ssh_keys; *k; k++)
+                        json_array_append_new(keys, json_string(*k));
+                json_object_set_new(root, "ssh_authorized_keys", keys);
+        }
         if (root && m->password_hash)
                 json_object_set_new(root, "hashed_passwd", json_string(m->password_hash));
         _cleanup_json_ json_t *user = json_pack("{s:s, s:b, s:b, s:b, s:b, s:[o]}", "hostname", m->hostname,
