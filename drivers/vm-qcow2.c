@@ -14,6 +14,8 @@
  */
 #include "drivers/vm-qcow2.h"
 
+#include "common/fileio.h"
+
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,22 +34,6 @@ static void put_be(uint8_t *p, uint64_t v, int bytes)
 {
         for (int i = 0; i < bytes; i++)
                 p[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
-}
-
-static int pwrite_all(int fd, const void *buf, size_t len, off_t off, struct na_error *err)
-{
-        const uint8_t *p = buf;
-        while (len > 0) {
-                ssize_t n = pwrite(fd, p, len, off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return na_error_sys(err, n < 0 ? errno : EIO, "write qcow2 overlay");
-                p += n;
-                len -= (size_t)n;
-                off += n;
-        }
-        return 0;
 }
 
 int vm_qcow2_overlay_write(int fd, uint64_t size, const char *backing, const char *backing_format,
@@ -105,11 +91,11 @@ int vm_qcow2_overlay_write(int fd, uint64_t size, const char *backing, const cha
 
         if (ftruncate(fd, 0) < 0)
                 return na_error_sys(err, errno, "write qcow2 overlay: truncate");
-        int r = pwrite_all(fd, head, name_off + blen, 0, err);
+        int r = na_pwrite_all(fd, head, name_off + blen, 0, "qcow2 overlay", err);
         if (r == 0)
-                r = pwrite_all(fd, reftable, sizeof(reftable), REFTABLE_OFF, err);
+                r = na_pwrite_all(fd, reftable, sizeof(reftable), REFTABLE_OFF, "qcow2 overlay", err);
         if (r == 0)
-                r = pwrite_all(fd, refblock, 2 * used, REFBLOCK_OFF, err);
+                r = na_pwrite_all(fd, refblock, 2 * used, REFBLOCK_OFF, "qcow2 overlay", err);
         if (r < 0)
                 return r;
         /* The L1 table is zeros: a hole up to its end. */

@@ -23,6 +23,8 @@
  */
 #include "drivers/vm-seed-iso.h"
 
+#include "common/fileio.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -300,22 +302,6 @@ static void put_path_tables(uint8_t *le, uint8_t *be, uint32_t root)
 
 /* ---- the image ---- */
 
-static int pwrite_all(int fd, const void *buf, size_t len, off_t off, struct na_error *err)
-{
-        const uint8_t *p = buf;
-        while (len > 0) {
-                ssize_t n = pwrite(fd, p, len, off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return na_error_sys(err, n < 0 ? errno : EIO, "write ISO image");
-                p += n;
-                len -= (size_t)n;
-                off += n;
-        }
-        return 0;
-}
-
 int vm_iso_write(int fd, const char *volume_id, const struct vm_iso_file *files, size_t n_files, time_t when,
                  struct na_error *err)
 {
@@ -431,9 +417,9 @@ int vm_iso_write(int fd, const char *volume_id, const struct vm_iso_file *files,
 
         if (ftruncate(fd, 0) < 0)
                 return na_error_sys(err, errno, "write ISO image: truncate");
-        int r2 = pwrite_all(fd, meta, (size_t)S_META * SECTOR, (off_t)S_PVD * SECTOR, err);
+        int r2 = na_pwrite_all(fd, meta, (size_t)S_META * SECTOR, (off_t)S_PVD * SECTOR, "ISO image", err);
         for (size_t i = 0; r2 == 0 && i < n_files; i++)
-                r2 = pwrite_all(fd, files[i].data, files[i].len, (off_t)extent[i] * SECTOR, err);
+                r2 = na_pwrite_all(fd, files[i].data, files[i].len, (off_t)extent[i] * SECTOR, "ISO image", err);
         if (r2 < 0)
                 return r2;
         /* The system area stays a hole; the last file's sector is padded with zeros. */
