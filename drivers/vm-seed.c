@@ -111,6 +111,11 @@ int vm_seed_write(const struct vm_meta *m, const char *mac, const char *path, st
                 r = na_error_sys(err, errno, "close");
         if (r == 0 && rename(partial, path) < 0)
                 r = na_error_sys(err, errno, "rename to %s", path);
+        /* The directory too: this also makes a disk renamed into it just before durable. */
+        if (r == 0 && (r = na_fsync_parent(path, err)) < 0) {
+                na_error_prefix(err, "vps %s: seed %s", m->id, path);
+                return r;
+        }
         if (r < 0) {
                 unlink(partial);
                 return na_error_prefix(err, "vps %s: make the cloud-init seed %s", m->id, partial);
