@@ -144,7 +144,7 @@ static void bench_create(const struct vm_driver *vm, struct vm_conn *conn, const
                "then median %6.1f ms over %u creates\n",
                image_mb, first, median_of(samples + from, n), n);
         for (size_t s = 0; s < N_STAGES; s++)
-                printf("    %-60s median %6.2f ms\n", part_names[s], median_of(parts + s * creates + from, n));
+                printf("    %-68s median %6.2f ms\n", part_names[s], median_of(parts + s * creates + from, n));
         free(samples);
 }
 
