@@ -19,11 +19,12 @@
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
+#include "common/unit.h"
 #include "drivers/vm-qcow2.h"
 #include "vm-fixture.h"
 
 struct tmp {
-        char dir[64];
+        char *dir;
         char raw[128];   /* 8 MiB raw image with bytes in it */
         char qcow2[128]; /* 16 MiB qcow2 image made by qemu-img */
         char overlay[128];
@@ -40,9 +41,9 @@ static int run(char *const argv[], char *out, size_t len)
 static int setup(void **state)
 {
         struct tmp *t = calloc(1, sizeof(*t));
-        snprintf(t->dir, sizeof(t->dir), "/tmp/na-qcow2-XXXXXX");
-        if (!mkdtemp(t->dir))
+        if (!t)
                 return -1;
+        t->dir = unit_tmpdir("qcow2");
         snprintf(t->raw, sizeof(t->raw), "%s/base.raw", t->dir);
         snprintf(t->qcow2, sizeof(t->qcow2), "%s/base.qcow2", t->dir);
         snprintf(t->overlay, sizeof(t->overlay), "%s/disk.qcow2", t->dir);
@@ -70,8 +71,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
         struct tmp *t = *state;
-        char *const rm[] = { (char *)"/bin/rm", (char *)"-rf", t->dir, NULL };
-        vmf_run(rm, NULL, 0);
+        unit_rmrf_free(t->dir);
         free(t);
         return 0;
 }

@@ -20,34 +20,23 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/unit.h"
 #include "drivers/vm-seed-iso.h"
 #include "drivers/vm-util.h"
 #include "vm-fixture.h"
 
 #define OUT_MAX (256 * 1024)
 
-struct tmp {
-        char dir[64];
-        char iso[128];
-};
-
+/* A private directory and the seed's path in it. */
 static int setup(void **state)
 {
-        struct tmp *t = calloc(1, sizeof(*t));
-        snprintf(t->dir, sizeof(t->dir), "/tmp/na-seed-iso-XXXXXX");
-        if (!mkdtemp(t->dir))
-                return -1;
-        snprintf(t->iso, sizeof(t->iso), "%s/seed.iso", t->dir);
-        *state = t;
+        *state = unit_dir_fixture_new("seed-iso", "seed.iso");
         return 0;
 }
 
 static int teardown(void **state)
 {
-        struct tmp *t = *state;
-        char *const rm[] = { (char *)"/bin/rm", (char *)"-rf", t->dir, NULL };
-        vmf_run(rm, NULL, 0);
-        free(t);
+        unit_dir_fixture_free(*state);
         return 0;
 }
 
@@ -179,8 +168,8 @@ static void read_back(const char *iso, const char *dir, const struct vm_iso_file
                         fail_msg("xorriso did not extract %s: %s", files[i].name, e.message);
                 check_content("xorriso", got, &files[i]);
         }
-        char *const rm[] = { (char *)"/bin/rm", (char *)"-rf", out, NULL };
-        vmf_run(rm, NULL, 0);
+        chmod(out, 0700); /* xorriso gives the extracted directory the seed's mode 0555 */
+        unit_rmrf_free(strdup(out));
 
         /* blkid: what cloud-init's NoCloud looks for (TYPE=iso9660, LABEL=cidata). */
         char *const probe[] = { (char *)"blkid", (char *)"-p", (char *)"-o", (char *)"export", (char *)iso, NULL };
@@ -194,7 +183,7 @@ static void read_back(const char *iso, const char *dir, const struct vm_iso_file
 /* The seed as vps.create writes it: the three documents, atomically, mode 0600. */
 static void test_seed_write(void **state)
 {
-        struct tmp *t = *state;
+        struct unit_dir_fixture *t = *state;
         struct vm_meta m;
         memset(&m, 0, sizeof(m));
         snprintf(m.id, sizeof(m.id), "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b");
@@ -206,13 +195,13 @@ static void test_seed_write(void **state)
         assert_int_equal(vm_meta_set_keys(&m, keys, &err), 0);
         m.inputs = json_pack("{s:s}", "role", "web");
 
-        assert_int_equal(vm_seed_write(&m, "52:54:00:01:02:03", t->iso, &err), 0);
+        assert_int_equal(vm_seed_write(&m, "52:54:00:01:02:03", t->path, &err), 0);
         struct stat st;
-        assert_int_equal(stat(t->iso, &st), 0);
+        assert_int_equal(stat(t->path, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0600);
         assert_int_equal(st.st_size % 2048, 0);
         char partial[160];
-        snprintf(partial, sizeof(partial), "%s.partial", t->iso);
+        snprintf(partial, sizeof(partial), "%s.partial", t->path);
         assert_false(vmf_exists(partial));
 
         _cleanup_free_ char *md = NULL, *ud = NULL, *nc = NULL;
@@ -222,14 +211,14 @@ static void test_seed_write(void **state)
                 { "user-data", ud, strlen(ud) },
                 { "network-config", nc, strlen(nc) },
         };
-        read_back(t->iso, t->dir, files, ARRAY_SIZE(files));
-        char *const plain[] = { (char *)"isoinfo", (char *)"-l", (char *)"-i", t->iso, NULL };
+        read_back(t->path, t->dir, files, ARRAY_SIZE(files));
+        char *const plain[] = { (char *)"isoinfo", (char *)"-l", (char *)"-i", t->path, NULL };
         _cleanup_free_ char *l = run_out(plain, 0);
         assert_true(listed(l, "META_DAT.;1") && listed(l, "NETWORK_.;1") && listed(l, "USER_DAT.;1"));
 
         /* Written again over itself (a reinstall), it is still the new seed only. */
         m.generation = 3;
-        assert_int_equal(vm_seed_write(&m, "52:54:00:01:02:03", t->iso, &err), 0);
+        assert_int_equal(vm_seed_write(&m, "52:54:00:01:02:03", t->path, &err), 0);
         _cleanup_free_ char *md3 = NULL, *ud3 = NULL, *nc3 = NULL;
         assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", &md3, &ud3, &nc3, &err), 0);
         assert_non_null(strstr(md3, "-3\""));
@@ -238,14 +227,14 @@ static void test_seed_write(void **state)
                 { "user-data", ud3, strlen(ud3) },
                 { "network-config", nc3, strlen(nc3) },
         };
-        read_back(t->iso, t->dir, files3, ARRAY_SIZE(files3));
+        read_back(t->path, t->dir, files3, ARRAY_SIZE(files3));
         vm_meta_clear(&m);
 }
 
 /* Sizes around sector boundaries, an empty file, the most files with the longest names. */
 static void test_shapes(void **state)
 {
-        struct tmp *t = *state;
+        struct unit_dir_fixture *t = *state;
         static char big[2048 * 3 + 17];
         for (size_t i = 0; i < sizeof(big) - 1; i++)
                 big[i] = (char)('a' + i % 26);
@@ -264,14 +253,14 @@ static void test_shapes(void **state)
                 files[i].len = strlen(files[i].data);
         }
         struct na_error err = NA_ERROR_INIT;
-        _cleanup_close_ int fd = open(t->iso, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        _cleanup_close_ int fd = open(t->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         assert_true(fd >= 0);
         assert_int_equal(vm_iso_write(fd, "cidata", files, 8, 1795300000, &err), 0);
-        read_back(t->iso, t->dir, files, 8);
+        read_back(t->path, t->dir, files, 8);
 
         /* Fewer files over a larger image: nothing of the old one is left. */
         assert_int_equal(vm_iso_write(fd, "cidata", files + 2, 2, 1795300000, &err), 0);
-        read_back(t->iso, t->dir, files + 2, 2);
+        read_back(t->path, t->dir, files + 2, 2);
         struct stat st;
         assert_int_equal(fstat(fd, &st), 0);
         assert_int_equal(st.st_size, (26 + 0 + 1) * 2048); /* metadata sectors, "" and one name */
@@ -288,8 +277,8 @@ static void expect_refused(int fd, const char *label, const struct vm_iso_file *
 
 static void test_refuses(void **state)
 {
-        struct tmp *t = *state;
-        _cleanup_close_ int fd = open(t->iso, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        struct unit_dir_fixture *t = *state;
+        _cleanup_close_ int fd = open(t->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         assert_true(fd >= 0);
         struct vm_iso_file f[9];
         for (size_t i = 0; i < 9; i++)
@@ -314,7 +303,7 @@ static void test_refuses(void **state)
         assert_int_equal(st.st_size, 0); /* refused before anything was written */
 
         /* A failed write names itself. */
-        _cleanup_close_ int ro = open(t->iso, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int ro = open(t->path, O_RDONLY | O_CLOEXEC);
         struct na_error err = NA_ERROR_INIT;
         f[0].name = "meta-data";
         assert_true(vm_iso_write(ro, "cidata", f, 1, 0, &err) < 0);
@@ -325,7 +314,7 @@ static void test_refuses(void **state)
 /* vm_seed_write's failures name the server and the file. */
 static void test_seed_write_fails(void **state)
 {
-        struct tmp *t = *state;
+        struct unit_dir_fixture *t = *state;
         struct vm_meta m;
         memset(&m, 0, sizeof(m));
         snprintf(m.id, sizeof(m.id), "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b");
