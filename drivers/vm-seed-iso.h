@@ -27,10 +27,12 @@ struct vm_iso_file {
 };
 
 /*
- * Write the image to fd from offset 0 and truncate fd to its size (a multiple of
- * 2048). when is the creation time (UTC) of the volume and of every file. Fails with
- * -EINVAL (bad name, label or too many files) or -errno of a write; the message
- * says which, without the file's path (the caller adds it).
+ * Write the image of at most 8 files to fd from offset 0 (fd is truncated first, then
+ * to the image's size, a multiple of 2048). when is the creation time (UTC) of the
+ * volume and of every file. Fails before writing anything with -EINVAL (a bad name or
+ * label, too many files, names that do not fit in one directory sector) or -EFBIG,
+ * else with -errno of a write; the message says which, without the file's path (the
+ * caller adds it).
  */
 int vm_iso_write(int fd, const char *volume_id, const struct vm_iso_file *files, size_t n_files, time_t when,
                  struct na_error *err);
