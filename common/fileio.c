@@ -39,6 +39,22 @@ int na_write_all(int fd, const void *data, size_t len, const char *path, struct 
         return 0;
 }
 
+int na_pwrite_all(int fd, const void *data, size_t len, off_t off, const char *what, struct na_error *err)
+{
+        const char *p = data;
+        while (len > 0) {
+                ssize_t n = pwrite(fd, p, len, off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return na_error_sys(err, n < 0 ? errno : EIO, "write %s", what);
+                p += n;
+                len -= (size_t)n;
+                off += n;
+        }
+        return 0;
+}
+
 int na_atomic_write(const char *path, const void *data, size_t len, mode_t mode, struct na_error *err)
 {
         char tmp[4096];

@@ -17,6 +17,9 @@ int na_atomic_write(const char *path, const void *data, size_t len, mode_t mode,
 /* write(2) all of data (retrying short writes and EINTR); the error names path. */
 int na_write_all(int fd, const void *data, size_t len, const char *path, struct na_error *err);
 
+/* pwrite(2) all of data at off (retrying short writes and EINTR); the error names what. */
+int na_pwrite_all(int fd, const void *data, size_t len, off_t off, const char *what, struct na_error *err);
+
 /* Read a whole file of at most max bytes into a NUL-terminated buffer. */
 int na_read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct na_error *err);
 

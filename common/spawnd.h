@@ -3,7 +3,7 @@
  * any thread and before the seccomp filter, that runs programs for the agent. A filter
  * is inherited across fork and execve; the agent's strict allow-list fits the agent
  * only, so what it starts (crun and the containers through nodeagent-monitor, HAProxy,
- * qemu-img, xorriso, nodeagent-sftpd) is started by this helper, which keeps the state
+ * qemu-img, nodeagent-sftpd) is started by this helper, which keeps the state
  * from before the filter.
  *
  * Use: na_spawnd_start() once, early, from a single-threaded process; then

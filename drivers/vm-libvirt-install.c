@@ -119,7 +119,11 @@ static int meta_save(struct vm_conn *c, const struct vm_meta *m, struct na_error
         return r;
 }
 
-/* The disk from the template, made beside the final path and renamed over it. */
+/*
+ * The disk from the template, made beside the final path and renamed over it. The
+ * rename is made durable by the seed's directory fsync that follows (vm_seed_write:
+ * the same directory), before the domain points at either.
+ */
 static int write_disk(struct vm_conn *c, const char *id, const struct vm_template *t, int64_t size_mb,
                       const char *size_field, struct na_error *err)
 {
@@ -135,7 +139,7 @@ static int write_disk(struct vm_conn *c, const char *id, const struct vm_templat
                 unlink(fresh);
                 return r;
         }
-        return na_fsync_parent(disk, err);
+        return 0;
 }
 
 static bool field_problem(struct na_error *err, const char *field, const char *msg)
@@ -229,7 +233,7 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         na_progress_stage(progress, "configuring", 0, "writing the cloud-init seed and the domain");
         char mac[18];
         vm_mac_from_id(id, mac);
-        if ((r = vm_seed_write(c->xorriso, &m, mac, seed, err)) < 0)
+        if ((r = vm_seed_write(&m, mac, seed, err)) < 0)
                 return r;
         if ((r = vm_lv_define(c, conn, &m, err)) < 0)
                 return r;
@@ -371,9 +375,7 @@ int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_in
                 reinstall_undo(c, &m, was_running);
                 return r;
         }
-        na_fsync_parent(disk, err);
-        na_error_clear(err);
-        vm_lv_pool_refresh(c);
+        vm_lv_pool_refresh(c); /* the rename is made durable with the seed's, below */
 
         na_progress_stage(progress, "configuring", 0, "writing the cloud-init seed and the domain");
         snprintf(m.hostname, sizeof(m.hostname), "%s", inst->hostname);
@@ -405,7 +407,7 @@ int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_in
         m.want_running = true;
         char mac[18];
         vm_mac_from_id(id, mac);
-        if ((r = meta_save(c, &m, err)) < 0 || (r = vm_seed_write(c->xorriso, &m, mac, seed, err)) < 0 ||
+        if ((r = meta_save(c, &m, err)) < 0 || (r = vm_seed_write(&m, mac, seed, err)) < 0 ||
             (r = vm_lv_define(c, conn, &m, err)) < 0)
                 return r;
 

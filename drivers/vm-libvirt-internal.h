@@ -33,7 +33,6 @@ struct vm_conn {
         char *domain_type;
         char *emulator;
         char *qemu_img;
-        char *xorriso;
         unsigned stagger_ms;
         unsigned ga_timeout_sec;
         unsigned reconnect_ms;

@@ -1,14 +1,18 @@
 /*
  * Disks: one qcow2 overlay per server whose backing file is the template image
- * (copy-on-write: creation does not grow with image size), made with qemu-img in
- * storage_dir, beside the server's seed ISO. Where the driver has storage pools
+ * (copy-on-write: creation does not grow with image size), written in-process
+ * (vm-qcow2.c) in storage_dir, beside the server's seed ISO. Where the driver has storage pools
  * a dir pool over storage_dir ("nodeagent") lists them as volumes; the in-memory
  * test driver has no pools, and the files are real either way.
  */
 #include "drivers/vm-libvirt-internal.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "drivers/vm-qcow2.h"
 
 char *vm_lv_disk_path(struct vm_conn *c, const char *id)
 {
@@ -73,19 +77,20 @@ int vm_lv_overlay_create(struct vm_conn *c, const char *id, const struct vm_temp
         if (image_size > want)
                 return na_error_field(err, size_field, "is smaller than the image of template %s (%llu MB)", t->id,
                                       (unsigned long long)((image_size + (1 << 20) - 1) >> 20));
-        char size[32];
-        snprintf(size, sizeof(size), "%lluM", (unsigned long long)size_mb);
         if ((r = na_unlink(path, err)) < 0)
                 return r;
-        char *const argv[] = { c->qemu_img, (char *)"create", (char *)"-q", (char *)"-f", (char *)"qcow2",
-                               (char *)"-F", t->format, (char *)"-b", t->path, (char *)path, size, NULL };
-        r = na_spawn(argv, NULL, NULL, 0, err);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return na_error_sys(err, errno, "vps %s: create disk %s", id, path);
+        r = vm_qcow2_overlay_write(fd, want, t->path, t->format, err);
+        if (r == 0 && fsync(fd) < 0)
+                r = na_error_sys(err, errno, "fsync");
+        if (r == 0 && close(TAKE_FD(fd)) < 0)
+                r = na_error_sys(err, errno, "close");
         if (r < 0) {
                 unlink(path);
-                return na_error_prefix(err, "vps %s: create disk", id);
+                return na_error_prefix(err, "vps %s: create disk %s", id, path);
         }
-        if ((r = na_fsync_path(path, err)) < 0)
-                return r;
         return 0;
 }
 

@@ -304,7 +304,6 @@ static void conn_free(struct vm_conn *c)
         free(c->domain_type);
         free(c->emulator);
         free(c->qemu_img);
-        free(c->xorriso);
         if (c->started_ms)
                 json_decref(c->started_ms);
         if (c->installing)
@@ -354,7 +353,6 @@ static int vm_open(const struct vm_options *o, struct vm_conn **ret, struct na_e
         c->domain_type = dup_or(o->domain_type, "kvm");
         c->emulator = o->emulator ? strdup(o->emulator) : NULL;
         c->qemu_img = dup_or(o->qemu_img, "/usr/bin/qemu-img");
-        c->xorriso = dup_or(o->xorriso, "/usr/bin/xorriso");
         c->stagger_ms = o->start_stagger_ms ? o->start_stagger_ms : 2000;
         c->ga_timeout_sec = o->guest_agent_timeout_sec ? o->guest_agent_timeout_sec : 10;
         c->reconnect_ms = o->reconnect_interval_ms ? o->reconnect_interval_ms : 5000;
@@ -363,7 +361,7 @@ static int vm_open(const struct vm_options *o, struct vm_conn **ret, struct na_e
         c->started_ms = json_object();
         c->installing = json_object();
         if (!c->uri || !c->state_dir || !c->meta_dir || !c->storage_dir || !c->backups_dir || !c->pool_name ||
-            !c->domain_type || (o->emulator && !c->emulator) || !c->qemu_img || !c->xorriso || !c->started_ms ||
+            !c->domain_type || (o->emulator && !c->emulator) || !c->qemu_img || !c->started_ms ||
             !c->installing) {
                 conn_free(c);
                 return na_error_sys(err, ENOMEM, "vm driver");

@@ -1,17 +1,20 @@
 /*
  * The cloud-init NoCloud seed: an ISO 9660 volume labelled "cidata" holding
- * meta-data, user-data and network-config, made by xorriso (exec form). The
- * documents are JSON, which YAML reads as it is. The password goes in as a
- * SHA-512 crypt hash only.
+ * meta-data, user-data and network-config (Rock Ridge and Joliet names), written
+ * in-process by vm-seed-iso.c. The documents are JSON, which YAML reads as it is.
+ * The password goes in as a SHA-512 crypt hash only.
  */
 #include "common/fileio.h"
 #include "drivers/vm-util.h"
+#include "drivers/vm-seed-iso.h"
 
 #include <crypt.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/json-cleanup.h"
 
@@ -49,11 +52,14 @@ int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_
         snprintf(instance, sizeof(instance), "%s-%lld", m->id, (long long)m->generation);
         _cleanup_json_ json_t *meta = json_pack("{s:s, s:s}", "instance-id", instance, "local-hostname", m->hostname);
 
-        json_t *keys = json_array();
-        for (char **k = m->ssh_keys; k && *k; k++)
-                json_array_append_new(keys, json_string(*k));
-        json_t *root = json_pack("{s:s, s:b, s:o}", "name", "root", "lock_passwd", m->password_hash == NULL,
-                                 "ssh_authorized_keys", keys);
+        json_t *root = json_pack("{s:s, s:b}", "name", "root", "lock_passwd", m->password_hash == NULL);
+        if (root && m->ssh_keys && m->ssh_keys[0]) {
+                /* Only when there is a key: cloud-init's schema refuses an empty list. */
+                json_t *keys = json_array();
+                for (char **k = m->ssh_keys; *k; k++)
+                        json_array_append_new(keys, json_string(*k));
+                json_object_set_new(root, "ssh_authorized_keys", keys);
+        }
         if (root && m->password_hash)
                 json_object_set_new(root, "hashed_passwd", json_string(m->password_hash));
         _cleanup_json_ json_t *user = json_pack("{s:s, s:b, s:b, s:b, s:b, s:[o]}", "hostname", m->hostname,
@@ -80,73 +86,39 @@ int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_
         return 0;
 }
 
-static int write_doc(const char *dir, const char *name, const char *text, struct na_error *err)
-{
-        _cleanup_free_ char *path = na_strdupf("%s/%s", dir, name);
-        if (!path)
-                return na_error_sys(err, ENOMEM, "seed %s", name);
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return na_error_sys(err, errno, "create %s", path);
-        return na_write_all(fd, text, strlen(text), path, err);
-}
-
-static void remove_dir(const char *dir)
-{
-        static const char *const names[] = { "meta-data", "user-data", "network-config" };
-        for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-                _cleanup_free_ char *p = na_strdupf("%s/%s", dir, names[i]);
-                if (p)
-                        unlink(p);
-        }
-        rmdir(dir);
-}
-
-int vm_seed_write(const char *xorriso, const struct vm_meta *m, const char *mac, const char *path,
-                  struct na_error *err)
+int vm_seed_write(const struct vm_meta *m, const char *mac, const char *path, struct na_error *err)
 {
         _cleanup_free_ char *md = NULL, *ud = NULL, *nc = NULL;
         int r = vm_seed_documents(m, mac, &md, &ud, &nc, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *dir = na_strdupf("%s.d.XXXXXX", path);
+        const struct vm_iso_file files[] = {
+                { "meta-data", md, strlen(md) },
+                { "user-data", ud, strlen(ud) },
+                { "network-config", nc, strlen(nc) },
+        };
         _cleanup_free_ char *partial = na_strdupf("%s.partial", path);
-        if (!dir || !partial)
+        if (!partial)
                 return na_error_sys(err, ENOMEM, "vps %s: seed", m->id);
-        if (!mkdtemp(dir))
-                return na_error_sys(err, errno, "vps %s: seed: create %s", m->id, dir);
-        if ((r = write_doc(dir, "meta-data", md, err)) < 0 || (r = write_doc(dir, "user-data", ud, err)) < 0 ||
-            (r = write_doc(dir, "network-config", nc, err)) < 0) {
-                remove_dir(dir);
-                return na_error_prefix(err, "vps %s: seed", m->id);
+        unlink(partial); /* a leftover of an interrupted write, whatever it is */
+        _cleanup_close_ int fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return na_error_sys(err, errno, "vps %s: seed: create %s", m->id, partial);
+        r = vm_iso_write(fd, "cidata", files, ARRAY_SIZE(files), time(NULL), err);
+        if (r == 0 && fsync(fd) < 0)
+                r = na_error_sys(err, errno, "fsync");
+        if (r == 0 && close(TAKE_FD(fd)) < 0)
+                r = na_error_sys(err, errno, "close");
+        if (r == 0 && rename(partial, path) < 0)
+                r = na_error_sys(err, errno, "rename to %s", path);
+        /* The directory too: this also makes a disk renamed into it just before durable. */
+        if (r == 0 && (r = na_fsync_parent(path, err)) < 0) {
+                na_error_prefix(err, "vps %s: seed %s", m->id, path);
+                return r;
         }
-        _cleanup_free_ char *f_ud = na_strdupf("%s/user-data", dir);
-        _cleanup_free_ char *f_md = na_strdupf("%s/meta-data", dir);
-        _cleanup_free_ char *f_nc = na_strdupf("%s/network-config", dir);
-        if (!f_ud || !f_md || !f_nc) {
-                remove_dir(dir);
-                return na_error_sys(err, ENOMEM, "vps %s: seed", m->id);
-        }
-        unlink(partial);
-        char *const argv[] = { (char *)xorriso, (char *)"-as", (char *)"mkisofs", (char *)"-quiet",
-                               (char *)"-output", partial, (char *)"-volid", (char *)"cidata",
-                               (char *)"-joliet", (char *)"-rock", f_ud, f_md, f_nc, NULL };
-        r = na_spawn(argv, NULL, NULL, 0, err);
-        remove_dir(dir);
         if (r < 0) {
                 unlink(partial);
-                return na_error_prefix(err, "vps %s: make the cloud-init seed", m->id);
-        }
-        if (chmod(partial, 0600) < 0 || (r = na_fsync_path(partial, err)) < 0) {
-                if (!na_error_is_set(err))
-                        na_error_sys(err, errno, "vps %s: seed %s", m->id, partial);
-                unlink(partial);
-                return -err->errnum;
-        }
-        if (rename(partial, path) < 0) {
-                r = na_error_sys(err, errno, "vps %s: seed: rename %s", m->id, partial);
-                unlink(partial);
-                return r;
+                return na_error_prefix(err, "vps %s: make the cloud-init seed %s", m->id, partial);
         }
         return 0;
 }

@@ -94,9 +94,11 @@ int vm_password_hash(const char *password, char **ret, struct na_error *err);
 /* The three seed documents (exposed for tests): new strings. */
 int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_data, char **ret_user_data,
                       char **ret_network_config, struct na_error *err);
-/* Write the seed ISO (volume id "cidata") to path, atomically, with xorriso. */
-int vm_seed_write(const char *xorriso, const struct vm_meta *m, const char *mac, const char *path,
-                  struct na_error *err);
+/*
+ * Write the seed ISO (volume id "cidata") to path, atomically and durably: a fsynced
+ * ".partial" file renamed over it, then the directory fsynced.
+ */
+int vm_seed_write(const struct vm_meta *m, const char *mac, const char *path, struct na_error *err);
 
 /* ---- vm-xml.c: domain XML text ---- */
 

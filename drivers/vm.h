@@ -90,7 +90,6 @@ struct vm_options {
         const char *domain_type;       /* [vm] domain_type: "kvm" (default) or "qemu" (TCG) */
         const char *emulator;          /* [vm] emulator; NULL: libvirt's default */
         const char *qemu_img;          /* [vm] qemu_img; default "/usr/bin/qemu-img" */
-        const char *xorriso;           /* [vm] xorriso; default "/usr/bin/xorriso" */
         unsigned start_stagger_ms;     /* [vm] start_stagger_ms; 0: default 2000 (node reboot) */
         unsigned guest_agent_timeout_sec; /* [vm] guest_agent_timeout_sec; 0: default 10 */
         unsigned reconnect_interval_ms;   /* 0: default 5000 */

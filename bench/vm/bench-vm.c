@@ -1,10 +1,14 @@
 /*
- * VM driver figures (issue 4): vps.create up to the booting stage with a small and
- * a large template (copy-on-write: the time should not grow with image size), and
- * a node with many servers on libvirt's test driver: a full hello inventory and one
- * vps.status job per server. Prints figures; asserts nothing about time.
+ * VM driver figures (issues 4 and 15): vps.create up to the booting stage with a
+ * small and a large template (copy-on-write: the time should not grow with image
+ * size; target <= 50 ms), each with the median of its parts between two progress
+ * stages, then the same parts done alone beside the programs they replaced and
+ * libvirt's own define (+ start) on the same test driver, the floor
+ * (bench-vm-peers.c); and a node with many servers on libvirt's test driver: a full
+ * hello inventory and one vps.status job per server. Prints figures; asserts
+ * nothing about time.
  *
- *   bench-vm [--small-mb 100] [--large-mb 2048] [--creates 5] [--servers 1000] [--keep]
+ *   bench-vm [--small-mb 100] [--large-mb 2048] [--creates 9] [--servers 1000] [--keep]
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -21,6 +25,7 @@
 #include "common/timeutil.h"
 #include "drivers/vm-util.h"
 #include "tests/vm/job-double.h"
+#include "bench-vm-peers.h"
 
 static char root[] = "/tmp/na-vm-bench-XXXXXX";
 
@@ -48,16 +53,21 @@ static void make_image(const char *path, unsigned mb, char sha[65])
                 die("sha256", &e);
 }
 
+/* The stages vps.create reports, in order; the figure ends where "booting" begins. */
+static const char *const stages[] = { "preparing-disk", "writing-image", "configuring", "booting" };
+#define N_STAGES 4
+
 struct timing {
         uint64_t start_us;
-        uint64_t booting_us; /* when the booting stage began */
+        uint64_t stage_us[N_STAGES]; /* when each stage began */
 };
 
 static void on_stage(void *userdata, const char *stage, int percent, const char *message)
 {
         struct timing *t = userdata;
-        if (stage && streq(stage, "booting") && !t->booting_us)
-                t->booting_us = na_now_mono_us();
+        for (size_t i = 0; stage && i < N_STAGES; i++)
+                if (streq(stage, stages[i]) && !t->stage_us[i])
+                        t->stage_us[i] = na_now_mono_us();
 }
 
 static double ms(uint64_t us)
@@ -71,11 +81,31 @@ static int cmp_double(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
-/* Create servers from one template; prints the first (image verified) and the median of the rest. */
+static double median_of(double *v, unsigned n)
+{
+        qsort(v, n, sizeof(double), cmp_double);
+        return n ? v[(n - 1) / 2] : 0;
+}
+
+/* What each part of vps.create up to booting covers (between two stage reports). */
+static const char *const part_names[N_STAGES] = {
+        "checks, template lookup, connection",       /* start -> preparing-disk */
+        "template verified (cached), password hash, metadata saved", /* -> writing-image */
+        "disk overlay made",                         /* -> configuring */
+        "cloud-init seed written, domain defined",   /* -> booting */
+};
+
+/*
+ * Create servers from one template; prints the first (image verified) and the
+ * median of the rest, with the median of each part between two stages.
+ */
 static void bench_create(const struct vm_driver *vm, struct vm_conn *conn, const char *tmpl, unsigned image_mb,
                          unsigned creates, unsigned *serial)
 {
-        double *samples = calloc(creates, sizeof(double));
+        double *samples = calloc((size_t)creates * (N_STAGES + 1), sizeof(double));
+        if (!samples)
+                die("calloc", NULL);
+        double *parts = samples + creates;
         double first = 0;
         for (unsigned i = 0; i < creates; i++) {
                 char id[40];
@@ -96,22 +126,31 @@ static void bench_create(const struct vm_driver *vm, struct vm_conn *conn, const
                 struct na_error e = NA_ERROR_INIT;
                 if (vm->create(conn, &spec, &p, &srv, &e) < 0)
                         die("create", &e);
-                double v = ms(t.booting_us - t.start_us);
+                for (size_t s = 0; s < N_STAGES; s++)
+                        if (!t.stage_us[s])
+                                die("create did not report every stage", NULL);
+                double v = ms(t.stage_us[N_STAGES - 1] - t.start_us);
                 if (i == 0)
                         first = v;
                 samples[i] = v;
+                uint64_t prev = t.start_us;
+                for (size_t s = 0; s < N_STAGES; s++) {
+                        parts[s * creates + i] = ms(t.stage_us[s] - prev);
+                        prev = t.stage_us[s];
+                }
         }
-        qsort(samples + 1, creates - 1, sizeof(double), cmp_double);
-        double median = creates > 1 ? samples[1 + (creates - 1) / 2] : first;
+        unsigned n = creates > 1 ? creates - 1 : 1, from = creates > 1 ? 1 : 0;
         printf("vps.create to booting, %5u MB template: first %8.1f ms (sha256 of the image included), "
                "then median %6.1f ms over %u creates\n",
-               image_mb, first, median, creates > 1 ? creates - 1 : 1);
+               image_mb, first, median_of(samples + from, n), n);
+        for (size_t s = 0; s < N_STAGES; s++)
+                printf("    %-68s median %6.2f ms\n", part_names[s], median_of(parts + s * creates + from, n));
         free(samples);
 }
 
 int main(int argc, char **argv)
 {
-        unsigned small_mb = 100, large_mb = 2048, creates = 5, servers = 1000;
+        unsigned small_mb = 100, large_mb = 2048, creates = 9, servers = 1000;
         bool keep = false;
         static const struct option opts[] = { { "small-mb", 1, NULL, 's' }, { "large-mb", 1, NULL, 'l' },
                                               { "creates", 1, NULL, 'c' },  { "servers", 1, NULL, 'n' },
@@ -184,6 +223,11 @@ int main(int argc, char **argv)
         unsigned serial = 0;
         bench_create(vm, conn, "small", small_mb, creates, &serial);
         bench_create(vm, conn, "large", large_mb, creates, &serial);
+        char peers[300];
+        snprintf(peers, sizeof(peers), "%s/peers", root);
+        if (na_mkdir_p(peers, 0700, &e) < 0)
+                die("mkdir", &e);
+        bench_create_peers(uri, peers, small_path, creates);
 
         /* hello inventory */
         int reps = 5;

@@ -1,13 +1,15 @@
-/* common/fileio.h: atomic replace, bounded reads, mkdir -p and the state directory lock. */
+/* common/fileio.h: atomic replace, writes at an offset, bounded reads, mkdir -p and the state directory lock. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/fileio.h"
 #include "unit.h"
@@ -210,6 +212,25 @@ static void test_fsync_parent(void **state)
         assert_non_null(strstr(err.message, "no/such"));
 }
 
+/* na_pwrite_all: at its offset, leaving what is around it; a failure names what. */
+static void test_pwrite_all(void **state)
+{
+        struct fixture *f = *state;
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        _cleanup_free_ char *p = path_in(f, "pw");
+        _cleanup_close_ int fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(na_write_all(fd, "0123456789", 10, p, &err), 0);
+        assert_int_equal(na_pwrite_all(fd, "abc", 3, 4, "the thing", &err), 0);
+        assert_int_equal(na_pwrite_all(fd, "z", 1, 12, "the thing", &err), 0); /* past the end: a hole */
+        char buf[16] = { 0 };
+        assert_int_equal(pread(fd, buf, sizeof(buf), 0), 13);
+        assert_memory_equal(buf, "0123abc789\0\0z", 13);
+        _cleanup_close_ int ro = open(p, O_RDONLY | O_CLOEXEC);
+        assert_int_equal(na_pwrite_all(ro, "x", 1, 0, "the thing", &err), -EBADF);
+        assert_non_null(strstr(err.message, "write the thing"));
+}
+
 /*
  * The lock. POSIX locks never conflict inside one process, so the second holder is
  * a forked child: it reports through its exit status and a pipe.
@@ -347,6 +368,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_read_file_not_regular, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fsync_parent, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pwrite_all, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_statedir_lock_second_holder_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_statedir_lock_held_by_child, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_statedir_lock_missing_dir, setup, teardown),

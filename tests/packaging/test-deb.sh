@@ -38,7 +38,7 @@ info "Depends: $depends"
 has_dep() {
 	printf '%s\n' "$depends" | tr ',' '\n' | sed 's/^ *//; s/ .*//; s/:.*//' | grep -qx "$1"
 }
-for pkg in libc6 qemu-utils xorriso; do
+for pkg in libc6 qemu-utils; do
 	has_dep "$pkg" || fail "Depends lacks $pkg"
 done
 # The libraries the packaged binaries link (not the test build's: a sanitizer build

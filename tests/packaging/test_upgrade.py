@@ -347,7 +347,7 @@ def rpm_upgrade(scratch, state_src):
 
 
 def main():
-    for tool in ("cpack", "dpkg", "dpkg-deb", "dpkg-query", "dpkg-shlibdeps", "qemu-img", "xorriso"):
+    for tool in ("cpack", "dpkg", "dpkg-deb", "dpkg-query", "dpkg-shlibdeps", "qemu-img"):
         if not shutil.which(tool):
             print(f"SKIP: {tool} not installed")
             return 77

@@ -172,6 +172,18 @@ static void test_seed_documents(void **state)
         free(md);
         free(ud);
         free(nc);
+
+        /* A password and no key: no ssh_authorized_keys at all (cloud-init's schema wants at least one item). */
+        assert_int_equal(vm_password_hash("Secret#123", &m.password_hash, &err), 0);
+        assert_int_equal(vm_meta_set_keys(&m, NULL, &err), 0);
+        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", &md, &ud, &nc, &err), 0);
+        _cleanup_json_ json_t *user3 = json_loads(ud + 14, 0, NULL);
+        root = json_array_get(json_object_get(user3, "users"), 0);
+        assert_non_null(json_object_get(root, "hashed_passwd"));
+        assert_null(json_object_get(root, "ssh_authorized_keys"));
+        free(md);
+        free(ud);
+        free(nc);
         vm_meta_clear(&m);
 }
 

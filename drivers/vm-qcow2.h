@@ -1,0 +1,28 @@
+/*
+ * A qcow2 (version 3) overlay written in-process: an empty copy-on-write disk of a
+ * given virtual size whose backing file is a template image, the same layout
+ * `qemu-img create -f qcow2 -F FMT -b BACKING PATH SIZE` makes (header, one
+ * refcount table cluster, one refcount block, an all-zero L1 table), in a few
+ * pwrites and without a child process. Its cost does not depend on the size of
+ * the disk or of the backing image. Used by vm-libvirt-storage.c.
+ *
+ *   r = vm_qcow2_overlay_write(fd, 20ull << 30, "/images/debian.raw", "raw", err);
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* The longest backing file name qemu accepts. */
+#define VM_QCOW2_BACKING_MAX 1023
+
+/*
+ * Write the overlay to fd from offset 0 (fd is truncated first). size is the
+ * virtual size in bytes, a multiple of 512, at most 64 TiB; backing an absolute path
+ * (qemu opens it when the disk is used); backing_format "raw" or "qcow2". -EINVAL for
+ * bad arguments, -errno of a write; the message does not name fd's path (the caller
+ * adds it).
+ */
+int vm_qcow2_overlay_write(int fd, uint64_t size, const char *backing, const char *backing_format,
+                           struct na_error *err);
