@@ -12,8 +12,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from nodeagent_harness import check, make_vm_assets, run_cases, with_setup  # noqa: E402
 
 # Posts are paced by the time the agent sends them; the controller sees them arrive
-# with the jitter of a loaded machine, so two arrivals may be a little closer.
-MIN_GAP = 0.8
+# with the jitter of a loaded machine: one late arrival brings the next closer to it,
+# but cannot bring many posts closer. So any k posts in a row span at least k - 1
+# seconds less this jitter (seen up to 0.26 s at a load average of 11 on 2 cores).
+JITTER = 0.4
 # From the job's end (its durationMs after it was offered) to its result's arrival.
 RESULT_DELAY_MAX = 0.5
 # sha256 of 2 GiB of zero bytes (python3 -c 'import hashlib; h = hashlib.sha256();
@@ -29,7 +31,9 @@ def check_paced(j):
     """At most one post a second, and the result not held back by unposted progress."""
     at = j["progressAt"]
     gaps = [b - a for a, b in zip(at, at[1:])]
-    check(all(g >= MIN_GAP for g in gaps), ("posts closer than a second", gaps))
+    for i in range(len(at)):
+        for k in range(i + 1, len(at)):
+            check(at[k] - at[i] >= (k - i) - JITTER, ("more than one post a second", i, k, gaps))
     res = j["results"][0]
     ended = j["offeredAt"] + res["durationMs"] / 1000.0
     delay = j["resultAt"] - ended
@@ -52,8 +56,9 @@ def long_job_percentages(s):
     check(all(p["stage"] == "working" for p in prog), prog)
     check(pcts == sorted(pcts) and len(set(pcts)) >= 3, pcts)
     check(pcts[0] == 0, pcts)  # the first progress goes at once
-    # 4 s of work: the first post, then one a second, at most 1 + 4 (+1 for timing).
-    check(4 <= len(prog) <= 6, (len(prog), pcts))
+    # 4 s of work: the first post, then one a second: 1 + 4 at most (+1 for timing); at
+    # least 3 even when an answer is slow to come (the next post waits for it).
+    check(3 <= len(prog) <= 6, (len(prog), pcts))
     gaps, delay = check_paced(j)
     print(f"test.sleep 4 s, 40 steps: {len(prog)} posts, percents {pcts}, gaps "
           f"{[round(g, 2) for g in gaps]} s, result {delay * 1000:.0f} ms after the job ended")
