@@ -48,8 +48,9 @@ int64_t job_attempt(const struct job_ctx *ctx);
 
 /*
  * Report progress. stage must be one of the kind's stages (or NULL to keep the
- * current one); percent < 0 for none. Cheap: the loop sends the latest progress,
- * coalesced, and keeps the lease alive on its own between calls.
+ * current one); percent < 0 for none. Cheap: the link posts the latest progress at
+ * most once a second (coalesced; agent/progress-pace.h) and keeps the lease alive on
+ * its own between calls. Call it when the percent moved (struct na_progress_meter).
  */
 void job_progress(struct job_ctx *ctx, const char *stage, int percent, const char *fmt, ...) _printf_(4, 5);
 

@@ -7,13 +7,15 @@
  *                           <state_dir>/test-effects.log unless it is already there
  *                           (converging, like every real kind), and logs every run
  *                           in test-runs.log; the crash test counts both.
- *   test.sleep {sleepMs?}   changes nothing; sleeps with safe points (timeouts,
- *                           cancels, leases, drain).
+ *   test.sleep {sleepMs?, steps?}  changes nothing; sleeps with safe points
+ *                           (timeouts, cancels, leases, drain); with steps (1..1000)
+ *                           it reports "working" at step * 100 / steps percent after
+ *                           each of that many equal parts (the progress pace test).
  *   test.hang {sleepMs?}    changes the node (journaled) but sleeps with no safe
  *                           point: a driver call that does not return in time, for
  *                           the shutdown that leaves a worker behind.
- * Both report progress once, at start: what keeps their lease alive after that is
- * the link's keepalive, which the lease test observes.
+ * Without steps they report progress once, at start: what keeps their lease alive
+ * after that is the link's keepalive, which the lease test observes.
  */
 #ifdef NA_TEST_HOOKS
 
@@ -31,6 +33,7 @@ static const char *const test_stages[] = { "working", NULL };
 
 struct test_params {
         int64_t sleep_ms;
+        int64_t steps;
 };
 
 static int test_decode(json_t *params, void **ret, struct na_error *err)
@@ -39,6 +42,7 @@ static int test_decode(json_t *params, void **ret, struct na_error *err)
         if (!p)
                 return na_error_sys(err, ENOMEM, "params");
         proto_int(params, NULL, "sleepMs", 0, 0, 600000, &p->sleep_ms, err);
+        proto_int(params, NULL, "steps", 0, 0, 1000, &p->steps, err);
         if (na_error_is_set(err)) {
                 free(p);
                 return -EINVAL;
@@ -116,9 +120,15 @@ static int test_sleep_run(struct job_ctx *ctx, void *params, json_t **ret, struc
 {
         const struct test_params *p = params;
         job_progress(ctx, "working", 0, NULL);
-        int r = sleep_with_safe_points(ctx, p->sleep_ms, err);
-        if (r < 0)
-                return r;
+        int64_t steps = p->steps > 0 ? p->steps : 1;
+        for (int64_t i = 1; i <= steps; i++) {
+                int r = sleep_with_safe_points(ctx, p->sleep_ms * i / steps - p->sleep_ms * (i - 1) / steps, err);
+                if (r < 0)
+                        return r;
+                if (p->steps > 0)
+                        job_progress(ctx, "working", (int)(i * 100 / steps), "step %lld of %lld", (long long)i,
+                                     (long long)steps);
+        }
         *ret = json_pack("{s:I}", "sleptMs", (json_int_t)p->sleep_ms);
         return 0;
 }

@@ -96,7 +96,6 @@ int64_t job_attempt(const struct job_ctx *ctx)
 void job_progress(struct job_ctx *ctx, const char *stage, int percent, const char *fmt, ...)
 {
         pthread_mutex_lock(&ctx->progress_lock);
-        bool new_stage = stage && !streq(stage, ctx->progress.stage);
         if (stage)
                 snprintf(ctx->progress.stage, sizeof(ctx->progress.stage), "%s", stage);
         ctx->progress.percent = percent < 0 ? -1 : (percent > 100 ? 100 : percent);
@@ -107,15 +106,7 @@ void job_progress(struct job_ctx *ctx, const char *stage, int percent, const cha
                 vsnprintf(ctx->progress.message, sizeof(ctx->progress.message), fmt, ap);
                 va_end(ap);
         }
-        /* A new stage gets an entry of its own; within a stage the latest wins. */
-        if (new_stage || ctx->log_len == 0) {
-                if (ctx->log_len == JOB_PROGRESS_LOG) {
-                        memmove(ctx->log, ctx->log + 1, sizeof(ctx->log[0]) * (JOB_PROGRESS_LOG - 1));
-                        ctx->log_len--;
-                }
-                ctx->log_len++;
-        }
-        ctx->log[ctx->log_len - 1] = ctx->progress;
+        /* The latest wins: the sink reads it when the loop gets to it (coalesced). */
         bool post = !ctx->progress_posted;
         ctx->progress_posted = true;
         pthread_mutex_unlock(&ctx->progress_lock);
@@ -133,17 +124,6 @@ void job_progress_get(struct job_ctx *job, struct job_progress_info *out)
         pthread_mutex_lock(&job->progress_lock);
         *out = job->progress;
         pthread_mutex_unlock(&job->progress_lock);
-}
-
-size_t job_progress_take(struct job_ctx *job, struct job_progress_info *out, size_t max)
-{
-        pthread_mutex_lock(&job->progress_lock);
-        size_t n = job->log_len < max ? job->log_len : max;
-        memcpy(out, job->log, n * sizeof(*out));
-        memmove(job->log, job->log + n, (job->log_len - n) * sizeof(*out));
-        job->log_len -= n;
-        pthread_mutex_unlock(&job->progress_lock);
-        return n;
 }
 
 static int stop_error(const struct job_ctx *ctx, enum job_stop why, struct na_error *err)

@@ -34,7 +34,7 @@ struct job_sink {
         int (*before_run)(void *userdata, struct job_ctx *job, struct na_error *err);
         /* Worker thread, after the handler, job->result built: e.g. record it durably. */
         int (*after_run)(void *userdata, struct job_ctx *job, struct na_error *err);
-        /* Loop thread: there is new progress (job_progress_take). */
+        /* Loop thread: there is new progress (job_progress_get gives the latest). */
         void (*progress)(void *userdata, struct job_ctx *job);
         /* Loop thread: the job ended (job->state); the job is freed when this returns. */
         void (*finished)(void *userdata, struct job_ctx *job);
@@ -45,9 +45,6 @@ struct job_progress_info {
         int percent;
         char message[256];
 };
-
-/* Stage changes kept until the sink takes them: no stage is ever skipped. */
-#define JOB_PROGRESS_LOG 8
 
 struct job_ctx {
         struct proto_job pj;
@@ -65,8 +62,6 @@ struct job_ctx {
 
         pthread_mutex_t progress_lock;
         struct job_progress_info progress;               /* the latest */
-        struct job_progress_info log[JOB_PROGRESS_LOG];  /* not yet taken, oldest first */
-        size_t log_len;
         bool progress_posted;
 
         struct loop_timer *timeout_timer;
@@ -106,12 +101,8 @@ unsigned jobs_running(const struct jobs *jobs);
 unsigned jobs_queued(const struct jobs *jobs);
 /* Running + queued: what the link counts against its slots. */
 unsigned jobs_active(const struct jobs *jobs);
+/* The latest progress (stage, percent, message) the job reported. */
 void job_progress_get(struct job_ctx *job, struct job_progress_info *out);
-/*
- * Loop thread: take the progress not taken yet, oldest first: one entry per stage
- * change, each with the latest percent and message of its stage. Returns the count.
- */
-size_t job_progress_take(struct job_ctx *job, struct job_progress_info *out, size_t max);
 
 /* {running: [...], queued: [...], recent: [...]} for the control socket. */
 json_t *jobs_list_json(const struct jobs *jobs);

@@ -12,6 +12,7 @@
 #include "agent/backoff.h"
 #include "agent/http.h"
 #include "agent/link.h"
+#include "agent/progress-pace.h"
 
 #define RESULTS_IN_FLIGHT_MAX 8
 
@@ -22,22 +23,24 @@ enum link_state { LINK_CONNECTING, LINK_CONNECTED, LINK_BACKOFF, LINK_AUTH_REFUS
  * state, and at most one request on the wire (progress_in_flight: while it is set the
  * link job is not freed; its answer steps the machine on).
  *
- *   RUNNING   the job is queued or runs here; its stages are posted as they come, and
- *             again every leaseSec/3 as the lease keepalive.
+ *   RUNNING   the job is queued or runs here; its progress is posted paced by
+ *             agent/progress-pace.h: the first at once, then at most one post a second
+ *             carrying the latest (coalesced), and the latest again every leaseSec/3
+ *             as the lease keepalive.
  *       -- progress answered 404/409 (not JOB_CANCELLED) --> DROPPED (the job is asked
  *             to stop at its next safe point)
- *       -- the job ends --> FLUSHING
+ *       -- the job ends --> its result is queued at once (never delayed by progress:
+ *             what was not posted yet is dropped); freed, or ENDED while a progress
+ *             request is still on the wire
  *   DROPPED   the central API no longer holds the job: nothing more is posted.
  *       -- the job ends, nothing in flight --> freed (its journal record is closed)
- *   FLUSHING  the job ended: its stages not yet posted go out first, oldest first.
- *       -- nothing left to post (or the link is down), nothing in flight --> its result
- *             is queued, once, and the link job freed
- *       -- progress answered 404/409 --> freed without a result (journal closed)
+ *   ENDED     the result is queued; waits only for the answer to the progress in
+ *             flight (which changes nothing any more), then freed.
  *
  * A queued result (struct outgoing) is posted until the central API takes it or
  * refuses it; every attempt posts the same body: one result per attempt.
  */
-enum link_job_state { LJ_RUNNING, LJ_DROPPED, LJ_FLUSHING };
+enum link_job_state { LJ_RUNNING, LJ_DROPPED, LJ_ENDED };
 
 struct link_job {
         struct link *link;
@@ -45,13 +48,11 @@ struct link_job {
         int64_t attempt;         /* the latest attempt the central API offered */
         enum link_job_state state;
         struct job_ctx *job;     /* while it runs; NULL once it ended */
-        struct loop_timer *keepalive;
-        uint64_t last_progress_us;
-        struct job_progress_info pending[2 * JOB_PROGRESS_LOG]; /* to post, oldest first */
-        size_t npending;
-        struct job_progress_info last; /* what the keepalive repeats */
+        struct loop_timer *pace_timer; /* the next post the pace allows (progress or keepalive) */
+        struct progress_pace pace;
+        struct job_progress_info latest; /* what the next post carries */
         bool progress_in_flight;
-        json_t *result;          /* FLUSHING: the result to queue (NULL: the job was abandoned) */
+        json_t *result;          /* DROPPED: the result whose journal record is closed at the end */
         bool journaled;
         struct link_job *prev, *next;
 };

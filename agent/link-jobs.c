@@ -131,27 +131,10 @@ static void lj_free(struct link_job *lj)
                 l->jobs = lj->next;
         if (lj->next)
                 lj->next->prev = lj->prev;
-        loop_timer_free(lj->keepalive);
+        loop_timer_free(lj->pace_timer);
         if (lj->result)
                 json_decref(lj->result);
         free(lj);
-}
-
-/* Take the job's new progress into our own queue (the job may end before it is posted). */
-static void take_progress(struct link_job *lj)
-{
-        if (!lj->job)
-                return;
-        struct job_progress_info got[JOB_PROGRESS_LOG];
-        size_t n = job_progress_take(lj->job, got, JOB_PROGRESS_LOG);
-        for (size_t i = 0; i < n; i++) {
-                if (lj->npending && streq(lj->pending[lj->npending - 1].stage, got[i].stage))
-                        lj->pending[lj->npending - 1] = got[i]; /* the same stage: the latest wins */
-                else if (lj->npending < ARRAY_SIZE(lj->pending))
-                        lj->pending[lj->npending++] = got[i];
-                else
-                        lj->pending[lj->npending - 1] = got[i];
-        }
 }
 
 static void progress_done(void *userdata, const struct http_response *resp)
@@ -165,6 +148,10 @@ static void progress_done(void *userdata, const struct http_response *resp)
 
         if (resp->status >= 200 && resp->status < 300) {
                 /* leaseExpiresAt is the central API's business; keepalives follow leaseSec/3. */
+        } else if (link_transient(resp->status) || resp->status == 401 || resp->status == 403) {
+                link_failed(l, "progress", resp, code);
+        } else if (lj->state == LJ_ENDED) {
+                /* The result is queued already: the central API answers for the job there. */
         } else if (resp->status == 409 && streq(code, NA_E_JOB_CANCELLED)) {
                 if (lj->state == LJ_RUNNING && lj->job) {
                         log_job(LOG_LEVEL_WARN, lj->id, lj->job->target_key, "cancelled by the central API; stopping at the next safe point");
@@ -177,35 +164,33 @@ static void progress_done(void *userdata, const struct http_response *resp)
                 if (lj->job)
                         jobs_request_stop(lj->job, JOB_STOP_LEASE_LOST);
                 lj->state = LJ_DROPPED;
-        } else if (link_transient(resp->status) || resp->status == 401 || resp->status == 403) {
-                link_failed(l, "progress", resp, code);
         }
         lj_step(lj);
 }
 
-/* Post the oldest progress not posted yet, or, as a keepalive, the last one again. */
-static void post_progress(struct link_job *lj)
+/* Post the latest progress: what the job reported last, or, as a keepalive, the same again. */
+static void post_progress(struct link_job *lj, uint64_t now_us)
 {
         struct link *l = lj->link;
-        struct job_progress_info p = lj->last;
-        if (lj->npending) {
-                p = lj->pending[0];
-                memmove(lj->pending, lj->pending + 1, (lj->npending - 1) * sizeof(p));
-                lj->npending--;
-                lj->last = p;
-        }
+        const struct job_progress_info *p = &lj->latest;
+        progress_pace_posted(&lj->pace, now_us);
         char u[2600];
         link_url(l, u, sizeof(u), "jobs", lj->id, "progress");
-        lj->last_progress_us = na_now_mono_us();
         lj->progress_in_flight = true;
         l->requests++;
-        _cleanup_json_ json_t *body = proto_progress_encode(lj->attempt, p.stage[0] ? p.stage : NULL, p.percent,
-                                                            p.message);
+        _cleanup_json_ json_t *body = proto_progress_encode(lj->attempt, p->stage[0] ? p->stage : NULL, p->percent,
+                                                            p->message);
         _cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         if (text)
                 http_request(l->http, "POST", u, text, 15000, progress_done, lj);
         else
                 http_fail(l->http, progress_done, lj, "progress: out of memory");
+}
+
+static uint64_t keepalive_us(const struct link *l)
+{
+        uint64_t ms = (uint64_t)l->lease_sec * 1000 / 3;
+        return (ms < 1000 ? 1000 : ms) * 1000;
 }
 
 /* The one place a link job moves on; called after every event that concerns it. */
@@ -214,12 +199,18 @@ static void lj_step(struct link_job *lj)
         struct link *l = lj->link;
         if (lj->progress_in_flight)
                 return; /* its answer steps again */
-        bool up = l->state == LINK_CONNECTED;
         switch (lj->state) {
-        case LJ_RUNNING:
-                if (lj->npending && up)
-                        post_progress(lj);
-                return; /* down: the keepalive tries again */
+        case LJ_RUNNING: {
+                uint64_t now = na_now_mono_us();
+                uint64_t due = progress_pace_due(&lj->pace, PROGRESS_GAP_US, keepalive_us(l));
+                if (due <= now && l->state == LINK_CONNECTED) {
+                        post_progress(lj, now);
+                        return;
+                }
+                /* Not yet, or the link is down: the timer looks again (down: a gap later). */
+                loop_timer_arm_us(lj->pace_timer, due > now ? due - now : PROGRESS_GAP_US);
+                return;
+        }
         case LJ_DROPPED:
                 if (lj->job)
                         return; /* still running: it ends at its next safe point */
@@ -227,37 +218,15 @@ static void lj_step(struct link_job *lj)
                         jobstore_record_acked(l->opt.store, lj->id);
                 lj_free(lj);
                 return;
-        case LJ_FLUSHING:
-                if (lj->npending && up) {
-                        post_progress(lj);
-                        return;
-                }
-                if (lj->result)
-                        queue_result(l, lj->id, lj->result, lj->attempt, lj->journaled);
+        case LJ_ENDED:
                 lj_free(lj);
-                link_send_results(l);
                 return;
         }
 }
 
-static uint64_t keepalive_ms(const struct link *l)
+static void pace_timer_fired(void *userdata)
 {
-        uint64_t ms = (uint64_t)l->lease_sec * 1000 / 3;
-        return ms < 1000 ? 1000 : ms;
-}
-
-static void keepalive_fired(void *userdata)
-{
-        struct link_job *lj = userdata;
-        struct link *l = lj->link;
-        uint64_t since = (na_now_mono_us() - lj->last_progress_us) / 1000;
-        if (lj->state == LJ_RUNNING && !lj->progress_in_flight && l->state == LINK_CONNECTED) {
-                if (lj->npending)
-                        post_progress(lj); /* stages that waited for the link */
-                else if (since + 50 >= keepalive_ms(l))
-                        post_progress(lj);
-        }
-        loop_timer_arm_ms(lj->keepalive, keepalive_ms(l));
+        lj_step(userdata);
 }
 
 static int remote_before_run(void *userdata, struct job_ctx *job, struct na_error *err)
@@ -281,8 +250,8 @@ static int remote_after_run(void *userdata, struct job_ctx *job, struct na_error
 static void remote_progress(void *userdata, struct job_ctx *job)
 {
         struct link_job *lj = userdata;
-        (void)job;
-        take_progress(lj);
+        job_progress_get(job, &lj->latest);
+        lj->pace.fresh = true;
         lj_step(lj);
 }
 
@@ -301,17 +270,20 @@ static void remote_finished(void *userdata, struct job_ctx *job)
                 log_job(LOG_LEVEL_WARN, job->pj.id, job->target_key, "%s failed (%s): %s", job->pj.kind,
                         job->error.code ? job->error.code : "?", job->error.message);
 
-        /* The last stages go out before the result; a link that is down sends the result first. */
-        take_progress(lj);
         if (job->state != JOB_ABANDONED && job->result) {
                 lj->result = json_incref(job->result);
                 lj->journaled = job->kind && job->kind->changes;
         }
         lj->job = NULL;
-        loop_timer_free(lj->keepalive);
-        lj->keepalive = NULL;
-        if (lj->state == LJ_RUNNING)
-                lj->state = LJ_FLUSHING;
+        loop_timer_free(lj->pace_timer);
+        lj->pace_timer = NULL;
+        if (lj->state == LJ_RUNNING) {
+                /* The result never waits for progress: what was not posted yet is dropped. */
+                if (lj->result)
+                        queue_result(l, lj->id, lj->result, lj->attempt, lj->journaled);
+                lj->state = LJ_ENDED;
+                link_send_results(l);
+        }
         lj_step(lj);
         link_maybe_poll(l);
 }
@@ -328,8 +300,8 @@ static struct link_job *lj_new(struct link *l, const struct proto_job *pj)
         struct link_job *lj = calloc(1, sizeof(*lj));
         if (!lj)
                 return NULL;
-        lj->keepalive = loop_timer_new(l->loop, keepalive_fired, lj);
-        if (!lj->keepalive) {
+        lj->pace_timer = loop_timer_new(l->loop, pace_timer_fired, lj);
+        if (!lj->pace_timer) {
                 free(lj);
                 return NULL;
         }
@@ -337,18 +309,19 @@ static struct link_job *lj_new(struct link *l, const struct proto_job *pj)
         snprintf(lj->id, sizeof(lj->id), "%s", pj->id);
         lj->attempt = pj->attempt;
         lj->state = LJ_RUNNING;
-        lj->last_progress_us = na_now_mono_us();
+        progress_pace_init(&lj->pace, na_now_mono_us());
+        lj->latest.percent = -1;
         lj->next = l->jobs;
         if (l->jobs)
                 l->jobs->prev = lj;
         l->jobs = lj;
-        loop_timer_arm_ms(lj->keepalive, keepalive_ms(l));
+        loop_timer_arm_us(lj->pace_timer, keepalive_us(l));
         return lj;
 }
 
 static struct link_job *lj_find(struct link *l, const char *id)
 {
-        /* In any state: a job flushing its stages or stopping after a 404 is still here,
+        /* In any state: a job whose progress answer is due or stopping after a 404 is still here,
          * and a second copy must not start beside it. */
         for (struct link_job *lj = l->jobs; lj; lj = lj->next)
                 if (streq(lj->id, id))

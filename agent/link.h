@@ -1,8 +1,9 @@
 /*
  * The controller link (agent API sections 1, 2, 3 and 5) on the daemon's loop:
  * hello at start and after every reconnect that followed a failure; the long poll
- * asking for as many jobs as there are free slots; progress (also as the lease
- * keepalive, every leaseSec/3); results, recorded durably before they are sent and
+ * asking for as many jobs as there are free slots; progress, at most one post a
+ * second per job carrying the latest (also as the lease keepalive, every leaseSec/3);
+ * results, never delayed by progress, recorded durably before they are sent and
  * re-sent oldest first until taken or refused with 404/409; reports. Failures back
  * off with full jitter (agent/backoff.h) and the link state is logged once per
  * change. The bearer token is re-read when its file changes and after any 401.

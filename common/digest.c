@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "common/macro.h"
 
@@ -20,11 +21,14 @@ void na_sha256_hex(const unsigned char digest[32], char hex[65])
         hex[64] = '\0';
 }
 
-int na_sha256_file(const char *path, const struct na_progress *progress, char hex[65], struct na_error *err)
+int na_sha256_file(const char *path, struct na_progress_meter *meter, char hex[65], struct na_error *err)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return na_error_sys(err, errno, "open %s", path);
+        struct stat st;
+        if (meter)
+                na_progress_meter_total(meter, fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0);
         _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
         if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
                 return na_error_set(err, ENOMEM, NA_E_INTERNAL, "sha256 %s: cannot start a digest", path);
@@ -45,8 +49,9 @@ int na_sha256_file(const char *path, const struct na_progress *progress, char he
                         break;
                 EVP_DigestUpdate(ctx, buf, (size_t)n);
                 done += (uint64_t)n;
+                na_progress_meter_set(meter, done);
                 if ((done & ((256u << 20) - 1)) < (uint64_t)n) { /* every 256 MiB */
-                        int r = na_progress_checkpoint(progress, err);
+                        int r = na_progress_checkpoint(na_progress_meter_progress(meter), err);
                         if (r < 0)
                                 return r;
                 }

@@ -4,6 +4,10 @@
 #include "common/error.h"
 #include "common/progress.h"
 
-/* SHA-256 of a file as 64 lower-case hex digits (buf of 65); checkpoint every 256 MiB. */
-int na_sha256_file(const char *path, const struct na_progress *progress, char hex[65], struct na_error *err);
+/*
+ * SHA-256 of a file as 64 lower-case hex digits (buf of 65). meter (may be NULL) gets
+ * the file's size as its total and the bytes hashed as they go; its progress'
+ * checkpoint is polled every 256 MiB.
+ */
+int na_sha256_file(const char *path, struct na_progress_meter *meter, char hex[65], struct na_error *err);
 void na_sha256_hex(const unsigned char digest[32], char hex[65]);

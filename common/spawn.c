@@ -70,8 +70,52 @@ int na_spawn_start(const struct na_spawnd_cmd *c, pid_t *ret_pid, int *ret_handl
         return r != 0 ? na_error_sys(err, r, "run %s", c->path) : 0;
 }
 
+/* stdout kept up to max bytes (na_spawn's ret_out). */
+struct keep_out {
+        char *buf;
+        size_t len, cap, max;
+};
+
+static int keep_out(void *userdata, const char *data, size_t n)
+{
+        struct keep_out *k = userdata;
+        size_t take = n < k->max - k->len ? n : k->max - k->len;
+        if (take == 0)
+                return 0;
+        if (k->len + take + 1 > k->cap) {
+                size_t ncap = (k->len + take + 1) * 2;
+                char *nb = realloc(k->buf, ncap);
+                if (!nb)
+                        return -ENOMEM;
+                k->buf = nb;
+                k->cap = ncap;
+        }
+        memcpy(k->buf + k->len, data, take);
+        k->len += take;
+        k->buf[k->len] = '\0';
+        return 0;
+}
+
 int na_spawn(char *const argv[], const struct na_progress *progress, char **ret_out, size_t out_max,
              struct na_error *err)
+{
+        _cleanup_free_ char *out = NULL;
+        struct keep_out k = { .max = out_max };
+        int r = na_spawn_stream(argv, progress, ret_out ? keep_out : NULL, &k, err);
+        out = k.buf;
+        if (r < 0 || !ret_out)
+                return r;
+        if (!out) {
+                out = strdup("");
+                if (!out)
+                        return na_error_sys(err, ENOMEM, "run %s", argv[0]);
+        }
+        *ret_out = TAKE_PTR(out);
+        return 0;
+}
+
+int na_spawn_stream(char *const argv[], const struct na_progress *progress, na_spawn_out_fn on_out, void *userdata,
+                    struct na_error *err)
 {
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
         if (pipe2(outp, O_CLOEXEC) < 0)
@@ -99,8 +143,6 @@ int na_spawn(char *const argv[], const struct na_progress *progress, char **ret_
                         return r;
         }
 
-        _cleanup_free_ char *out = NULL;
-        size_t out_len = 0, out_cap = 0;
         char tail[512] = "";
         size_t tail_len = 0;
         bool killed = false;
@@ -139,23 +181,13 @@ int na_spawn(char *const argv[], const struct na_progress *progress, char **ret_
                         }
                         if (i == 1) {
                                 append_tail(tail, sizeof(tail), &tail_len, buf, (size_t)k);
-                        } else if (ret_out && out_len < out_max) {
-                                size_t take = (size_t)k < out_max - out_len ? (size_t)k : out_max - out_len;
-                                if (out_len + take + 1 > out_cap) {
-                                        size_t ncap = (out_len + take + 1) * 2;
-                                        char *nb = realloc(out, ncap);
-                                        if (!nb) {
-                                                kill(pid, SIGKILL);
-                                                killed = true;
-                                                r = -ENOMEM;
-                                                continue;
-                                        }
-                                        out = nb;
-                                        out_cap = ncap;
+                        } else if (on_out && r == 0) {
+                                int o = on_out(userdata, buf, (size_t)k);
+                                if (o < 0) {
+                                        kill(pid, SIGKILL);
+                                        killed = true;
+                                        r = o;
                                 }
-                                memcpy(out + out_len, buf, take);
-                                out_len += take;
-                                out[out_len] = '\0';
                         }
                 }
         }
@@ -182,17 +214,8 @@ int na_spawn(char *const argv[], const struct na_progress *progress, char **ret_
         if (r < 0)
                 return na_error_sys(err, -r, "run %s", argv[0]);
         strip_trailing(tail);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-                if (ret_out) {
-                        if (!out) {
-                                out = strdup("");
-                                if (!out)
-                                        return na_error_sys(err, ENOMEM, "run %s", argv[0]);
-                        }
-                        *ret_out = TAKE_PTR(out);
-                }
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
                 return 0;
-        }
         if (WIFEXITED(status))
                 na_error_set(err, EIO, NA_E_DRIVER, "%s exited with status %d: %s", argv[0], WEXITSTATUS(status),
                              tail[0] ? tail : "(no message)");

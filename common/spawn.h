@@ -19,6 +19,15 @@ int na_spawn(char *const argv[], const struct na_progress *progress, char **ret_
              struct na_error *err);
 
 /*
+ * As na_spawn, with stdout handed to on_out (may be NULL: discarded) as it comes, in
+ * pieces of any size: e.g. a program's progress output. on_out < 0 kills the program
+ * and na_spawn_stream fails with that errno.
+ */
+typedef int (*na_spawn_out_fn)(void *userdata, const char *data, size_t n);
+int na_spawn_stream(char *const argv[], const struct na_progress *progress, na_spawn_out_fn on_out, void *userdata,
+                    struct na_error *err);
+
+/*
  * Start c (c->fds[i] becomes the program's descriptor i, signals reset, a new process
  * group with NA_SPAWND_SETPGROUP): through the exec helper when it runs, so the
  * program is outside the agent's seccomp filter, else with posix_spawn. *ret_pid is

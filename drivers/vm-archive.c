@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(ZSTD_CCtx *, ZSTD_freeCCtx)
@@ -23,12 +24,21 @@ static ssize_t read_some(int fd, void *buf, size_t len)
         return n;
 }
 
-int vm_archive_compress(const char *src, const char *dst, const struct na_progress *progress, char sha256[65],
+/* The meter's total: the size of the file read. */
+static void meter_start(struct na_progress_meter *meter, int fd)
+{
+        struct stat st;
+        if (meter)
+                na_progress_meter_total(meter, fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0);
+}
+
+int vm_archive_compress(const char *src, const char *dst, struct na_progress_meter *meter, char sha256[65],
                         uint64_t *ret_size, struct na_error *err)
 {
         _cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
         if (in < 0)
                 return na_error_sys(err, errno, "open %s", src);
+        meter_start(meter, in);
         _cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (out < 0)
                 return na_error_sys(err, errno, "create %s", dst);
@@ -44,7 +54,7 @@ int vm_archive_compress(const char *src, const char *dst, const struct na_progre
         _cleanup_free_ char *obuf = malloc(out_cap);
         if (!ibuf || !obuf)
                 return na_error_sys(err, ENOMEM, "compress %s", src);
-        uint64_t total = 0, since = 0;
+        uint64_t total = 0, since = 0, read_bytes = 0;
         for (;;) {
                 ssize_t n = read_some(in, ibuf, in_cap);
                 if (n < 0)
@@ -70,9 +80,11 @@ int vm_archive_compress(const char *src, const char *dst, const struct na_progre
                 if (last)
                         break;
                 since += (uint64_t)n;
+                read_bytes += (uint64_t)n;
+                na_progress_meter_set(meter, read_bytes);
                 if (since >= CHECK_EVERY) {
                         since = 0;
-                        int r = na_progress_checkpoint(progress, err);
+                        int r = na_progress_checkpoint(na_progress_meter_progress(meter), err);
                         if (r < 0)
                                 return r;
                 }
@@ -109,11 +121,12 @@ static int damaged(int in, EVP_MD_CTX *md, char *buf, size_t cap, const char *sr
 }
 
 int vm_archive_decompress(const char *src, const char *dst, const char *expected_sha256,
-                          const struct na_progress *progress, struct na_error *err)
+                          struct na_progress_meter *meter, struct na_error *err)
 {
         _cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
         if (in < 0)
                 return na_error_sys(err, errno, "open %s", src);
+        meter_start(meter, in);
         _cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (out < 0)
                 return na_error_sys(err, errno, "create %s", dst);
@@ -126,7 +139,7 @@ int vm_archive_decompress(const char *src, const char *dst, const char *expected
         _cleanup_free_ char *obuf = malloc(out_cap);
         if (!ibuf || !obuf)
                 return na_error_sys(err, ENOMEM, "decompress %s", src);
-        uint64_t since = 0;
+        uint64_t since = 0, read_bytes = 0;
         size_t pending = 0; /* ZSTD_decompressStream's hint: 0 once a frame is complete */
         bool any = false;
         for (;;) {
@@ -149,9 +162,11 @@ int vm_archive_decompress(const char *src, const char *dst, const char *expected
                                 return r;
                 }
                 since += (uint64_t)n;
+                read_bytes += (uint64_t)n;
+                na_progress_meter_set(meter, read_bytes);
                 if (since >= CHECK_EVERY) {
                         since = 0;
-                        int r = na_progress_checkpoint(progress, err);
+                        int r = na_progress_checkpoint(na_progress_meter_progress(meter), err);
                         if (r < 0)
                                 return r;
                 }

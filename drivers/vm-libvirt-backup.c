@@ -5,7 +5,10 @@
  * <backups_dir>/<id>/<backupId>.qcow2.zst. The record <backupId>.json is written
  * last, atomically: a backup cut short by a restart leaves only *.partial files,
  * which never list and are swept by the next backup. Retention by maxBackups,
- * retentionDays and maxStorageGB follows each backup.
+ * retentionDays and maxStorageGB follows each backup. Percentages follow the work:
+ * exporting qemu-img's own (-p) or libvirt's job counters, compressing the bytes
+ * read; a restore has no stages: 0-90 % while it unpacks (bytes read), 90 replacing
+ * the disk, 95 starting.
  */
 #include "drivers/vm-libvirt-internal.h"
 
@@ -181,10 +184,26 @@ static int retention(struct vm_conn *c, const char *id, const struct proto_vps_b
         return r;
 }
 
+/* qemu-img convert -p's stdout: its percent goes to the meter (total 100). */
+struct convert_progress {
+        struct vm_qemu_progress q;
+        struct na_progress_meter *meter;
+};
+
+static int convert_out(void *userdata, const char *data, size_t n)
+{
+        struct convert_progress *cp = userdata;
+        int pct = vm_qemu_progress_feed(&cp->q, data, n);
+        if (pct >= 0)
+                na_progress_meter_set(cp->meter, (uint64_t)pct);
+        return 0;
+}
+
 /* Copy a running real domain's disk through libvirt's backup job (push mode). */
 static int export_live(struct vm_conn *c, const char *id, virDomainPtr dom, const char *target,
-                       const struct na_progress *progress, struct na_error *err)
+                       struct na_progress_meter *meter, struct na_error *err)
 {
+        const struct na_progress *progress = na_progress_meter_progress(meter);
         _cleanup_free_ char *t = vm_xml_escape(target);
         _cleanup_free_ char *xml =
                 t ? na_strdupf("<domainbackup mode='push'><disks>"
@@ -208,8 +227,10 @@ static int export_live(struct vm_conn *c, const char *id, virDomainPtr dom, cons
                 virTypedParamsFree(params, nparams);
                 if (type == VIR_DOMAIN_JOB_NONE)
                         break;
-                if (total > 0)
-                        na_progress_stage(progress, NULL, (int)(done * 100 / total), "copying the disk");
+                if (total > 0) {
+                        meter->total = total; /* libvirt may learn it as the job goes */
+                        na_progress_meter_set(meter, done);
+                }
                 int r = na_progress_checkpoint(progress, err);
                 if (r < 0) {
                         virDomainAbortJob(dom);
@@ -265,16 +286,21 @@ int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id
                 return na_error_prefix(err, "vps %s: backup", id);
         sweep_partials(dir);
 
-        na_progress_stage(progress, "exporting", 0, "copying the disk");
+        struct na_progress_meter meter;
+        na_progress_meter_init(&meter, progress, "exporting", "copying the disk", 0, 100);
+        na_progress_meter_total(&meter, 0);
         bool active = false;
         if ((r = vm_domain_state(c, id, dom, NULL, &active, err)) < 0)
                 return r;
         if (active && !c->is_test)
-                r = export_live(c, id, dom, exported, progress, err);
+                r = export_live(c, id, dom, exported, &meter, err);
         else {
-                char *const argv[] = { c->qemu_img, (char *)"convert", (char *)"-O", (char *)"qcow2",
+                /* -p: qemu-img prints its percent on stdout as it copies. */
+                char *const argv[] = { c->qemu_img, (char *)"convert", (char *)"-p", (char *)"-O", (char *)"qcow2",
                                        disk, exported, NULL };
-                r = na_spawn(argv, progress, NULL, 0, err);
+                struct convert_progress cp = { .q = VM_QEMU_PROGRESS_INIT, .meter = &meter };
+                meter.total = 100;
+                r = na_spawn_stream(argv, progress, convert_out, &cp, err);
                 if (r < 0)
                         na_error_prefix(err, "vps %s: export the disk", id);
         }
@@ -283,10 +309,10 @@ int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id
                 return r;
         }
 
-        na_progress_stage(progress, "compressing", 0, "compressing with zstd");
+        na_progress_meter_init(&meter, progress, "compressing", "compressing with zstd", 0, 100);
         uint64_t size = 0;
         char sha[65];
-        r = vm_archive_compress(exported, packed, progress, sha, &size, err);
+        r = vm_archive_compress(exported, packed, &meter, sha, &size, err);
         unlink(exported);
         if (r < 0) {
                 unlink(packed);
@@ -367,8 +393,9 @@ int vm_lv_backup_restore(struct vm_conn *c, const char *id, const char *backup_i
                 return na_error_sys(err, ENOMEM, "vps %s: restore", id);
 
         /* Unpack and verify first: the server keeps running until the copy is known good. */
-        na_progress_stage(progress, NULL, 0, "unpacking the backup");
-        if ((r = vm_archive_decompress(data, fresh, b.sha256, progress, err)) < 0) {
+        struct na_progress_meter meter;
+        na_progress_meter_init(&meter, progress, NULL, "unpacking the backup", 0, 90);
+        if ((r = vm_archive_decompress(data, fresh, b.sha256, &meter, err)) < 0) {
                 unlink(fresh);
                 return na_error_prefix(err, "vps %s: restore backup %s", id, backup_id);
         }
@@ -376,7 +403,7 @@ int vm_lv_backup_restore(struct vm_conn *c, const char *id, const char *backup_i
                 unlink(fresh);
                 return r;
         }
-        na_progress_stage(progress, NULL, 60, "replacing the disk");
+        na_progress_stage(progress, NULL, 90, "replacing the disk");
         bool was_running = false;
         if ((r = vm_domain_state(c, id, dom, NULL, &was_running, err)) < 0 ||
             (r = vm_lv_force_off(c, id, dom, err)) < 0 || (r = vm_lv_snapshots_forget(c, id, dom, err)) < 0) {
@@ -392,7 +419,7 @@ int vm_lv_backup_restore(struct vm_conn *c, const char *id, const char *backup_i
         na_error_clear(err);
         vm_lv_pool_refresh(c);
         if (was_running) {
-                na_progress_stage(progress, NULL, 90, "starting");
+                na_progress_stage(progress, NULL, 95, "starting");
                 if ((r = vm_lv_start(c, id, dom, err)) < 0)
                         return r;
         }

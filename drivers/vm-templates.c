@@ -415,7 +415,9 @@ int vm_templates_verify(struct vm_templates *t, const struct vm_template *tmpl, 
                 return 0;
 
         char hex[65];
-        int r = na_sha256_file(tmpl->path, progress, hex, err);
+        struct na_progress_meter meter;
+        na_progress_meter_init(&meter, progress, NULL, "verifying the template image", 0, 100);
+        int r = na_sha256_file(tmpl->path, &meter, hex, err);
         if (r < 0)
                 return na_error_prefix(err, "template %s image %s", tmpl->id, tmpl->image_slug);
         if (!streq(hex, tmpl->sha256)) {

@@ -83,7 +83,10 @@ int vm_templates_get(struct vm_templates *t, const char *id, const char *image_s
                      const struct vm_template_fields *fields, struct vm_template *ret, struct na_error *err);
 /* Check inputs (may be NULL) against the template's schema; errors under field. */
 int vm_template_check_inputs(const struct vm_template *t, json_t *inputs, const char *field, struct na_error *err);
-/* Verify the image's sha256 once per (path, size, mtime); remembered in the cache file. */
+/*
+ * Verify the image's sha256 once per (path, size, mtime); remembered in the cache
+ * file. While it hashes, the current stage's percent follows the bytes read.
+ */
 int vm_templates_verify(struct vm_templates *t, const struct vm_template *tmpl, const struct na_progress *progress,
                         struct na_error *err);
 
@@ -132,10 +135,27 @@ char *vm_xml_text(const char *xml, const char *tag, const char *stop);
 /*
  * Compress src into dst (created, fsynced; never left half-written under dst on
  * failure: the caller writes to a temporary name and renames). Fills the sha256
- * and size of the compressed bytes.
+ * and size of the compressed bytes. meter (may be NULL) counts src's bytes read of
+ * its size; its progress' checkpoint is polled every 64 MiB.
  */
-int vm_archive_compress(const char *src, const char *dst, const struct na_progress *progress, char sha256[65],
+int vm_archive_compress(const char *src, const char *dst, struct na_progress_meter *meter, char sha256[65],
                         uint64_t *ret_size, struct na_error *err);
-/* Decompress src into dst, verifying that src's sha256 is expected_sha256 (else -EBADMSG). */
+/*
+ * qemu-img's -p output ("    (12.34/100%)\r" over and over) fed in pieces as they
+ * come from its stdout; returns the latest whole percent seen (-1: none yet).
+ */
+struct vm_qemu_progress {
+        char num[16];
+        size_t len;
+        bool in;
+        int percent;
+};
+#define VM_QEMU_PROGRESS_INIT { .percent = -1 }
+int vm_qemu_progress_feed(struct vm_qemu_progress *q, const char *data, size_t n);
+
+/*
+ * Decompress src into dst, verifying that src's sha256 is expected_sha256 (else
+ * -EBADMSG). meter (may be NULL) counts src's bytes read, as for compress.
+ */
 int vm_archive_decompress(const char *src, const char *dst, const char *expected_sha256,
-                          const struct na_progress *progress, struct na_error *err);
+                          struct na_progress_meter *meter, struct na_error *err);

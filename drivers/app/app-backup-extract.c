@@ -32,6 +32,7 @@ struct x {
         const char *what;
         uint64_t archive_size; /* for percent: compressed bytes read of it */
         const struct na_progress *progress;
+        int reported;          /* the last percent reported + 2 (0: none yet) */
         struct na_error *err;
 };
 
@@ -44,6 +45,9 @@ static void report(struct x *x, struct archive *a)
                 pct = done > 0 ? (int)((uint64_t)done * 100 / x->archive_size) : 0;
                 pct = pct > 99 ? 99 : pct;
         }
+        if (pct + 2 == x->reported)
+                return; /* only when it moved */
+        x->reported = pct + 2;
         na_progress_stage(x->progress, "restoring", pct, NULL);
 }
 

@@ -727,57 +727,28 @@ static void test_progress_coalesced(void **state)
 static void stages_on_progress(struct harness *h, struct job_ctx *job)
 {
         h->on_progress = NULL;
-        struct job_progress_info got[JOB_PROGRESS_LOG + 2];
+        struct job_progress_info got;
         /* What test.sleep said as it started. */
-        size_t n = job_progress_take(job, got, JOB_PROGRESS_LOG);
-        assert_int_equal(n, 1);
-        assert_string_equal(got[0].stage, "working");
-        assert_int_equal(job_progress_take(job, got, JOB_PROGRESS_LOG), 0); /* taken: gone */
+        job_progress_get(job, &got);
+        assert_string_equal(got.stage, "working");
 
-        /* Within a stage the latest wins; every stage change keeps an entry of its own. */
+        /* Stage changes coalesce like percents: the link posts the latest (agent/progress-pace.h). */
         job_progress(job, "preparing-disk", 10, "a1");
-        job_progress(job, "preparing-disk", 20, "a2");
-        job_progress(job, "preparing-disk", 30, "a3");
         job_progress(job, "writing-image", 40, "b1");
         job_progress(job, NULL, 50, "b2"); /* no stage: still writing-image */
+        job_progress_get(job, &got);
+        assert_string_equal(got.stage, "writing-image");
+        assert_int_equal(got.percent, 50);
+        assert_string_equal(got.message, "b2");
         job_progress(job, "booting", -1, NULL);
-        n = job_progress_take(job, got, JOB_PROGRESS_LOG);
-        assert_int_equal(n, 3);
-        assert_string_equal(got[0].stage, "preparing-disk");
-        assert_int_equal(got[0].percent, 30);
-        assert_string_equal(got[0].message, "a3");
-        assert_string_equal(got[1].stage, "writing-image");
-        assert_int_equal(got[1].percent, 50);
-        assert_string_equal(got[1].message, "b2");
-        assert_string_equal(got[2].stage, "booting");
-        assert_int_equal(got[2].percent, -1);
-        assert_string_equal(got[2].message, "");
-
-        /* Taken a few at a time, oldest first. */
-        for (int i = 0; i < 4; i++) {
-                char stage[16];
-                snprintf(stage, sizeof(stage), "s%d", i);
-                job_progress(job, stage, i, NULL);
-        }
-        assert_int_equal(job_progress_take(job, got, 3), 3);
-        assert_string_equal(got[0].stage, "s0");
-        assert_string_equal(got[2].stage, "s2");
-        assert_int_equal(job_progress_take(job, got, 3), 1);
-        assert_string_equal(got[0].stage, "s3");
-
-        /* More stage changes than the log holds before anyone takes them: the newest stay. */
-        for (int i = 0; i < JOB_PROGRESS_LOG + 2; i++) {
-                char stage[16];
-                snprintf(stage, sizeof(stage), "t%d", i);
-                job_progress(job, stage, i, NULL);
-        }
-        n = job_progress_take(job, got, JOB_PROGRESS_LOG + 2);
-        assert_int_equal(n, JOB_PROGRESS_LOG);
-        assert_string_equal(got[JOB_PROGRESS_LOG - 1].stage, "t9");
+        job_progress_get(job, &got);
+        assert_string_equal(got.stage, "booting");
+        assert_int_equal(got.percent, -1);
+        assert_string_equal(got.message, "");
         jobs_request_stop(job, JOB_STOP_CANCELLED);
 }
 
-static void test_progress_stages_taken_in_order(void **state)
+static void test_progress_latest_stage(void **state)
 {
         (void)state;
         struct harness *h = harness_new(1);
@@ -845,7 +816,7 @@ int main(void)
                 cmocka_unit_test_teardown(test_shutdown_and_lease_lost_abandon, teardown),
                 cmocka_unit_test_teardown(test_stop_all, teardown),
                 cmocka_unit_test_teardown(test_progress_coalesced, teardown),
-                cmocka_unit_test_teardown(test_progress_stages_taken_in_order, teardown),
+                cmocka_unit_test_teardown(test_progress_latest_stage, teardown),
                 cmocka_unit_test_teardown(test_many_jobs_many_targets, teardown),
         };
         return cmocka_run_group_tests(tests, setup_env, NULL);

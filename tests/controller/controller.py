@@ -9,7 +9,9 @@ Admin side (plain HTTP on 127.0.0.1, --admin-port), JSON in and out:
   POST /admin/jobs            {kind, target:{type,id}, params?, timeoutSec?, id?} or a list -> {ids}
   POST /admin/raw-jobs        [anything]: offered verbatim in the next poll answer
   POST /admin/raw-answer      {body: "text", status?}: the next poll answers with this
-  GET  /admin/jobs/{id}       one job with its progress and results
+  GET  /admin/jobs/{id}       one job with its progress and results (offeredAt: when it
+                              was last offered, progressAt: when each progress came,
+                              resultAt: when the result came; time.time())
   GET  /admin/state           jobs, results, reports, hellos, request counts
   GET  /admin/wait?ids=a,b&timeout=s   until every id has a result (or timeout)
   GET  /admin/requests        every agent request: [t, method, path, status]
@@ -99,6 +101,7 @@ class State:
         j["state"] = "leased"
         j["leaseExpires"] = t + self.lease_sec
         j["offers"] += 1
+        j["offeredAt"] = t
         return {"id": j["id"], "kind": j["kind"], "attempt": j["attempt"], "target": j["target"],
                 "params": j["params"], "createdAt": j["createdAt"], "leaseExpiresAt": now_iso(j["leaseExpires"]),
                 "timeoutSec": j["timeoutSec"]}
@@ -259,6 +262,7 @@ class Handler(BaseHTTPRequestHandler):
                     return 404, envelope_err("JOB_NOT_FOUND", "Job not found"), None
                 if seg[2] == "progress":
                     j["progress"].append(payload)
+                    j.setdefault("progressAt", []).append(time.time())  # the pace test reads the times
                     if j.get("cancel"):
                         return 409, envelope_err("JOB_CANCELLED", "Job cancelled"), None
                     if j.get("loseLease"):

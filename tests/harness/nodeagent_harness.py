@@ -55,6 +55,18 @@ def check(cond, msg=None):
         raise AssertionError(msg) if msg is not None else AssertionError("check failed")
 
 
+def check_stages(posted, order):
+    """The stages a job's progress posts carried, against the kind's stages in order.
+    The link posts at most one progress a second per job, the latest it has when it
+    posts, and drops what was not posted when the job ends (proto/README.md,
+    Progress): a quick job shows one stage (its first, or a later one when the job got
+    there before the loop posted), a longer one more; whatever arrives comes in the
+    kind's order. Which stages a kind goes through is checked where every call is
+    seen (the cmocka tests with tests/vm/job-double.c and the drivers' own tests)."""
+    check(posted, ("no progress posted", order))
+    check(all(p in order for p in posted) and posted == sorted(posted, key=order.index), (posted, order))
+
+
 def wait_for(pred, timeout, what, interval=0.05):
     deadline = time.time() + timeout
     while time.time() < deadline:
