@@ -43,8 +43,8 @@ static int check_owner(const char *path, const char *module, bool dir, struct na
         if (stat(path, &st) < 0)
                 return errno == ENOENT && !dir
                                ? na_error_set(err, ENOENT, NA_E_INTERNAL,
-                                              "vm module %s: no such file (the package installs it beside "
-                                              "nodeagentd's libraries)",
+                                              "vm module %s: no such file (the nodeagent package installs it "
+                                              "there)",
                                               module)
                                : na_error_sys(err, errno, "vm module %s: %s", module, path);
         if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
@@ -53,7 +53,7 @@ static int check_owner(const char *path, const char *module, bool dir, struct na
         if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)))
                 return na_error_set(err, EPERM, NA_E_INTERNAL,
                                     "vm module %s: refused: %s is owned by uid %u with mode %04o (it must belong to "
-                                    "root and be writable by no one else)",
+                                    "root or to the agent's user and be writable by no one else)",
                                     module, path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
         return 0;
 }
