@@ -3,7 +3,10 @@
 
 Starts the real nodeagentd against the test controller once per configuration, waits
 for its hello and --settle seconds, and prints RSS, PSS, USS (Private_Clean +
-Private_Dirty) from /proc/PID/smaps_rollup and RssFile; then, for 'all' and
+Private_Dirty) from /proc/PID/smaps_rollup and RssFile, and the RSS and PSS of its
+exec helper (common/spawnd.h: a fork made at start, before the VM module is loaded,
+that shares the agent's pages mapped by then; PSS splits those between the two, and
+the agent's USS counts what was mapped after the fork); then, for 'all', 'no-vps' and
 'minimal', where the resident pages come from (per mapped file, grouped by library
 family), which files only the VPS driver maps, and, for an app-only node, what each
 library that only one driver uses brings with it (from ldd). PSS shares each page
@@ -61,6 +64,19 @@ def rollup(pid):
                 out["RssFile"] = int(line.split()[1]) / 1024
     out["USS"] = out["Private_Clean"] + out["Private_Dirty"]
     return out
+
+
+def exec_helper(pid):
+    """The agent's exec helper (common/spawnd.h): its child running the same program, or None."""
+    exe = os.readlink(f"/proc/{pid}/exe")
+    for q in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{q}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid and os.readlink(f"/proc/{q}/exe") == exe:
+                    return int(q)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def ldd(path):
@@ -186,7 +202,8 @@ def main():
           f"firewall {'in a private netns' if netns else 'off: needs root'}; load {os.getloadavg()[0]:.1f}")
     for label, path in builds:
         print(f"  {label}: {path}")
-    print(f"{'configuration':<14} {'build':<8} {'RSS MB':>7} {'PSS MB':>7} {'USS MB':>7} {'RssFile':>8}")
+    print(f"{'configuration':<14} {'build':<8} {'RSS MB':>7} {'PSS MB':>7} {'USS MB':>7} {'RssFile':>8} "
+          f"{'helper RSS':>10} {'PSS':>6}")
     fams, libs = {}, {}
     for name, make in runs:
         for label, path in builds:
@@ -197,8 +214,10 @@ def main():
                 s.controller.hello()
                 time.sleep(a.settle)
                 m = rollup(s.agent.proc.pid)
-                print(f"{name:<14} {label:<8} {m['Rss']:7.2f} {m['Pss']:7.2f} {m['USS']:7.2f} {m['RssFile']:8.2f}",
-                      flush=True)
+                helper = exec_helper(s.agent.proc.pid)
+                h = rollup(helper) if helper else {"Rss": 0.0, "Pss": 0.0}
+                print(f"{name:<14} {label:<8} {m['Rss']:7.2f} {m['Pss']:7.2f} {m['USS']:7.2f} {m['RssFile']:8.2f} "
+                      f"{h['Rss']:10.2f} {h['Pss']:6.2f}", flush=True)
                 if label == "current":
                     fams[name] = per_file(s.agent.proc.pid)
                     libs[name] = per_lib(s.agent.proc.pid)
