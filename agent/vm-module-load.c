@@ -75,8 +75,12 @@ static int load(const char *name, const struct vm_driver **ret, struct na_error 
         void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!h) {
                 const char *why = dlerror();
-                return na_error_set(err, ENOEXEC, NA_E_INTERNAL, "vm module %s: cannot load: %s", path,
-                                    why ? why : "unknown error");
+                /* A module of another build may call what this daemon does not export. */
+                bool other = why && strstr(why, "undefined symbol");
+                return na_error_set(err, ENOEXEC, NA_E_INTERNAL, "vm module %s: cannot load: %s%s", path,
+                                    why ? why : "unknown error",
+                                    other ? " (a module of another build? this nodeagentd is ABI " VM_MODULE_ABI ")"
+                                          : "");
         }
         vm_module_entry_fn entry;
         *(void **)&entry = dlsym(h, VM_MODULE_ENTRY);

@@ -6,9 +6,11 @@
   loaded_when_configured   [vm] driver = libvirt maps the module and libvirt, none maps neither;
                            libarchive is not mapped before an image is unpacked
   refusals                 a copy of nodeagentd beside a lib/nodeagent/ of our own: a missing
-                           module, one of another build, a file that is not a module and one
-                           writable by its group each stop the agent (exit 1) with one line
-                           naming the file and the reason; the copied real module works
+                           module, one of another build (its ABI string, or a call the daemon
+                           does not export), a file that is not a module, one writable by its
+                           group and one in a directory writable by all each stop the agent
+                           (exit 1) with one line naming the file and the reason; the copied
+                           real module works
 """
 import os
 import re
@@ -97,6 +99,8 @@ def refusals(s):
     refused("no such file")
     shutil.copy(os.path.join(BUILD, "tests", "vm-module", "other-build.so"), mod)
     refused("built for another nodeagent (module ABI 0.0.1/release/0123456789abcdef, nodeagentd ABI ")
+    shutil.copy(os.path.join(BUILD, "tests", "vm-module", "missing-symbol.so"), mod)
+    refused("undefined symbol: na_function_of_another_build (a module of another build? this nodeagentd is ABI ")
     with open(mod, "wb") as f:
         f.write(b"not an ELF object\n" * 64)
     refused("cannot load")
