@@ -16,6 +16,7 @@
 #include "agent/log.h"
 #include "agent/routes.h"
 #include "agent/sftpd.h"
+#include "agent/vm-module-load.h"
 #include "common/names.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
@@ -70,8 +71,9 @@ static void vm_state_changed(void *userdata, const char *vps_id, enum proto_vps_
                 s->emit_event(s, "vps.state", vps_id, json_pack("{s:s}", "state", proto_vps_state_name(state)));
 }
 
-/* The drivers this agent has, by kind; [vm] driver picks one by name ("none": no servers). */
-static const struct vm_driver *const vm_drivers[] = { &vm_libvirt_driver };
+/* The drivers this agent has, by kind; [vm] driver picks one by name ("none": no servers).
+ * A VM driver is a module, loaded only when configured (agent/vm-module-load.h). */
+static const char *const vm_drivers[] = { "libvirt" };
 
 static int find_driver(const char *kind, const char *name, const char *const *names, size_t n, size_t *ret,
                        struct na_error *err)
@@ -94,15 +96,15 @@ static int find_driver(const char *kind, const char *name, const char *const *na
 static int open_vm(struct agent_services *s, struct na_error *err)
 {
         const struct agent_config *cfg = s->config;
-        const char *names[ARRAY_SIZE(vm_drivers)];
-        for (size_t i = 0; i < ARRAY_SIZE(vm_drivers); i++)
-                names[i] = vm_drivers[i]->name;
         size_t which;
-        int r = find_driver("vm", cfg->vm_driver ? cfg->vm_driver : "libvirt", names, ARRAY_SIZE(vm_drivers), &which,
-                            err);
+        int r = find_driver("vm", cfg->vm_driver ? cfg->vm_driver : "libvirt", vm_drivers, ARRAY_SIZE(vm_drivers),
+                            &which, err);
         if (r <= 0)
                 return r;
-        const struct vm_driver *drv = vm_drivers[which];
+        const struct vm_driver *drv;
+        r = vm_module_load(vm_drivers[which], &drv, err);
+        if (r < 0)
+                return na_error_prefix(err, "[vm] driver %s", vm_drivers[which]);
         struct vm_options o = {
                 .uri = cfg->vm_uri,
                 .state_dir = cfg->state_dir,

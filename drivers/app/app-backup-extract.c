@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "drivers/app/app-archive-dl.h"
 #include "drivers/app/app-backup.h"
 
 #define X_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -249,7 +250,7 @@ int app_backup_extract(int archive_fd, int dest_fd, uint32_t id_base, uint32_t i
                 return na_error_sys(err, errno, "%s: seek", what);
         struct archive *a = archive_read_new();
         if (!a)
-                return na_error_sys(err, ENOMEM, "%s", what);
+                return app_archive_failed(err, what);
         archive_read_support_filter_zstd(a);
         archive_read_support_format_tar(a);
         int r = 0;

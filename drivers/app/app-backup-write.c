@@ -25,6 +25,7 @@
 #include "common/digest.h"
 #include "common/fault.h"
 #include "common/macro.h"
+#include "drivers/app/app-archive-dl.h"
 #include "drivers/app/app-backup.h"
 
 #define WALK_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -328,7 +329,7 @@ int app_backup_write(int volume_fd, int out_fd, const struct app_backup_write_op
         w.e = archive_entry_new();
         int r = 0;
         if (!s.md || !w.stack || !w.copy || !w.a || !w.e || EVP_DigestInit_ex(s.md, EVP_sha256(), NULL) != 1) {
-                r = na_error_sys(err, ENOMEM, "archive");
+                r = app_archive_failed(err, "archive");
                 goto out;
         }
         char level[16];

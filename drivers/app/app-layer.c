@@ -9,6 +9,7 @@
 
 #include "common/digest.h"
 #include "common/fileio.h"
+#include "drivers/app/app-archive-dl.h"
 #include "drivers/app/app-image-internal.h"
 #include "drivers/app/app-layer-pathset.h"
 
@@ -596,7 +597,7 @@ int app_layer_apply(int root_fd, int layer_fd, const struct app_layer_opts *opts
         }
         _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
         if (!a)
-                return na_error_sys(err, ENOMEM, "layer");
+                return app_archive_failed(err, "layer");
         /* ARCHIVE_WARN would mean an external program: refuse rather than spawn one. */
         if (archive_read_support_filter_gzip(a) != ARCHIVE_OK || archive_read_support_filter_zstd(a) != ARCHIVE_OK ||
             archive_read_support_format_tar(a) != ARCHIVE_OK || archive_read_support_format_empty(a) != ARCHIVE_OK)

@@ -38,13 +38,14 @@ info "Depends: $depends"
 has_dep() {
 	printf '%s\n' "$depends" | tr ',' '\n' | sed 's/^ *//; s/ .*//; s/:.*//' | grep -qx "$1"
 }
-for pkg in libc6 qemu-utils; do
+for pkg in libc6 qemu-utils libarchive13; do # libarchive13: dlopen()ed, no NEEDED entry
 	has_dep "$pkg" || fail "Depends lacks $pkg"
 done
 # The libraries the packaged binaries link (not the test build's: a sanitizer build
 # links libasan, which the package rightly does not depend on).
 dpkg-deb -x "$deb" "$SCRATCH/deb-root"
-for bin in "$SCRATCH/deb-root/usr/sbin/nodeagentd" "$SCRATCH/deb-root/usr/bin/nodeagentctl"; do
+for bin in "$SCRATCH/deb-root/usr/sbin/nodeagentd" "$SCRATCH/deb-root/usr/bin/nodeagentctl" \
+	"$SCRATCH/deb-root/usr/lib/nodeagent/nodeagent-vm-libvirt.so"; do
 	for lib in $(objdump -p "$bin" | awk '$1 == "NEEDED" { print $2 }'); do
 		path=$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')
 		[ -n "$path" ] || continue
@@ -69,6 +70,7 @@ expect_entry() { # MODE PATH
 }
 expect_entry -rwxr-xr-x /usr/sbin/nodeagentd
 expect_entry -rwxr-xr-x /usr/bin/nodeagentctl
+expect_entry -rw-r--r-- /usr/lib/nodeagent/nodeagent-vm-libvirt.so
 expect_entry -rwxr-xr-x /usr/libexec/nodeagent/nodeagent-monitor
 expect_entry -rwxr-xr-x /usr/libexec/nodeagent/nodeagent-sftpd
 expect_entry -rw-r--r-- /etc/nodeagent/nodeagent.conf
@@ -85,7 +87,8 @@ awk '{ print $3 }' "$SCRATCH/contents" | while read -r p; do
 		/usr/sbin | /usr/sbin/nodeagentd | /usr/share | /usr/share/man | /usr/share/man/man[58] | \
 		/usr/libexec | /usr/libexec/nodeagent | /usr/libexec/nodeagent/nodeagent-monitor | \
 		/usr/libexec/nodeagent/nodeagent-sftpd | /usr/share/man/man[58]/*.gz | /usr/share/doc | /usr/share/doc/nodeagent | \
-		/usr/share/doc/nodeagent/* | /var | /var/lib | /var/lib/nodeagent) ;;
+		/usr/share/doc/nodeagent/* | /var | /var/lib | /var/lib/nodeagent | /usr/lib | /usr/lib/nodeagent | \
+		/usr/lib/nodeagent/nodeagent-vm-libvirt.so) ;;
 	*) echo "$p" ;;
 	esac
 done >"$SCRATCH/unexpected"

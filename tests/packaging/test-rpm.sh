@@ -47,6 +47,7 @@ expect_file() { # MODE PATH [FLAGS]
 }
 expect_file -rwxr-xr-x /usr/sbin/nodeagentd
 expect_file -rwxr-xr-x /usr/bin/nodeagentctl
+expect_file -rw-r--r-- /usr/lib/nodeagent/nodeagent-vm-libvirt.so
 expect_file -rwxr-xr-x /usr/libexec/nodeagent/nodeagent-monitor
 expect_file -rwxr-xr-x /usr/libexec/nodeagent/nodeagent-sftpd
 expect_file -rw-r--r-- /etc/nodeagent/nodeagent.conf cn
@@ -62,7 +63,8 @@ while read -r p; do
 	/etc/nodeagent | /etc/nodeagent/nodeagent.conf | /usr/sbin/nodeagentd | /usr/bin/nodeagentctl | \
 		/usr/libexec/nodeagent | /usr/libexec/nodeagent/nodeagent-monitor | /usr/libexec/nodeagent/nodeagent-sftpd | \
 		/usr/lib/systemd/system/nodeagent.service | /var/lib/nodeagent | /usr/share/man/man[58]/*.gz | \
-		/usr/share/doc/nodeagent | /usr/share/doc/nodeagent/* | /usr/lib/.build-id | /usr/lib/.build-id/*) ;;
+		/usr/share/doc/nodeagent | /usr/share/doc/nodeagent/* | /usr/lib/.build-id | /usr/lib/.build-id/* | \
+		/usr/lib/nodeagent | /usr/lib/nodeagent/nodeagent-vm-libvirt.so) ;;
 	*) fail "unexpected path in the .rpm (a directory of the base system, or a stray file): $p" ;;
 	esac
 done <"$SCRATCH/list"
@@ -74,14 +76,15 @@ info "$(wc -l <"$SCRATCH/list") paths"
 
 # 4. Requires.
 q --requires | sed 's/ .*//' | sort -u >"$SCRATCH/requires"
-for r in qemu-img; do
+for r in qemu-img 'libarchive.so.13()(64bit)'; do # libarchive: dlopen()ed, no NEEDED entry
 	grep -qx "$r" "$SCRATCH/requires" || fail "Requires lacks $r"
 done
 # The libraries the packaged binaries link (not the test build's: a sanitizer build
 # links libasan, which the package rightly does not require).
 mkdir "$SCRATCH/rpm-root"
 (cd "$SCRATCH/rpm-root" && rpm2cpio "$rpmf" | cpio -idm --quiet) || die "cannot unpack $rpmf"
-for bin in "$SCRATCH/rpm-root/usr/sbin/nodeagentd" "$SCRATCH/rpm-root/usr/bin/nodeagentctl"; do
+for bin in "$SCRATCH/rpm-root/usr/sbin/nodeagentd" "$SCRATCH/rpm-root/usr/bin/nodeagentctl" \
+	"$SCRATCH/rpm-root/usr/lib/nodeagent/nodeagent-vm-libvirt.so"; do
 	for lib in $(objdump -p "$bin" | awk '$1 == "NEEDED" { print $2 }'); do
 		grep -qx "$lib()(64bit)" "$SCRATCH/requires" || grep -qx "$lib" "$SCRATCH/requires" ||
 			fail "Requires lacks $lib (needed by $(basename "$bin"))"
