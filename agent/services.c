@@ -4,6 +4,7 @@
  * metrics tracking and the removal of the server's firewall chains.
  */
 #include "agent/services.h"
+#include "agent/selfpath.h"
 
 #include <errno.h>
 #include <string.h>
@@ -190,12 +191,14 @@ static void start_sftpd(struct agent_services *s)
         if (!cfg->apps_sftp_listen || !*cfg->apps_sftp_listen)
                 return;
         char bin[PATH_MAX];
+        struct na_error err = NA_ERROR_INIT;
         if (cfg->apps_sftpd)
                 snprintf(bin, sizeof(bin), "%s", cfg->apps_sftpd);
-        else
-                snprintf(bin, sizeof(bin), "%s", access(NA_SFTPD_PATH, X_OK) == 0 ? NA_SFTPD_PATH : NA_BUILD_SFTPD_PATH);
-        struct na_error err = NA_ERROR_INIT;
-        if (access(bin, X_OK) < 0)
+        else if (agent_beside_exe(NA_LIBEXEC_RELDIR, "nodeagent-sftpd", bin, sizeof(bin), &err) < 0)
+                log_error("sftp is off on this node: %s", err.message);
+        if (na_error_is_set(&err))
+                ;
+        else if (access(bin, X_OK) < 0)
                 log_error("sftp is off on this node: [apps] sftpd %s: %s", bin, strerror(errno));
         else if (agent_sftpd_start(cfg, bin, &s->sftpd, &err) < 0)
                 log_error("sftp is off on this node: %s", err.message);
@@ -218,9 +221,8 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                 return na_error_set(err, ENOENT, NA_E_INTERNAL, "[apps] runtime %s: %s", runtime, strerror(errno));
         if (cfg->apps_monitor)
                 snprintf(monitor, sizeof(monitor), "%s", cfg->apps_monitor);
-        else
-                snprintf(monitor, sizeof(monitor), "%s", access(NA_MONITOR_PATH, X_OK) == 0 ? NA_MONITOR_PATH
-                                                                                           : NA_BUILD_MONITOR_PATH);
+        else if (agent_beside_exe(NA_LIBEXEC_RELDIR, "nodeagent-monitor", monitor, sizeof(monitor), err) < 0)
+                return na_error_prefix(err, "[apps] monitor");
         if (access(monitor, X_OK) < 0)
                 return na_error_set(err, ENOENT, NA_E_INTERNAL, "[apps] monitor %s: %s", monitor, strerror(errno));
         /* Domain routing is not a reason to keep apps off: without it domains stay pending. */

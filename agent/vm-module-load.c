@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/selfpath.h"
 #include "drivers/vm-module.h"
 
 int vm_module_path(const char *name, char *buf, size_t len, struct na_error *err)
@@ -18,21 +19,11 @@ int vm_module_path(const char *name, char *buf, size_t len, struct na_error *err
         size_t n = strlen(name);
         if (n == 0 || n > 32 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "vm driver name '%s': not a module name", name);
-        char exe[PATH_MAX];
-        ssize_t r = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        char file[64];
+        snprintf(file, sizeof(file), "nodeagent-vm-%s.so", name);
+        int r = agent_beside_exe(VM_MODULE_RELDIR, file, buf, len, err);
         if (r < 0)
-                return na_error_sys(err, errno, "vm module: /proc/self/exe");
-        exe[r] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (!slash)
-                return na_error_set(err, EINVAL, NA_E_INTERNAL, "vm module: /proc/self/exe is %s", exe);
-        *slash = '\0';
-        char dir[PATH_MAX + 64];
-        snprintf(dir, sizeof(dir), "%s/%s", exe, VM_MODULE_RELDIR);
-        char real[PATH_MAX];
-        const char *d = realpath(dir, real) ? real : dir; /* a missing one is named as it is */
-        if ((size_t)snprintf(buf, len, "%s/nodeagent-vm-%s.so", d, name) >= len)
-                return na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL, "vm module: %s: path too long", d);
+                return na_error_prefix(err, "vm module");
         return 0;
 }
 

@@ -125,6 +125,15 @@ grep -q '^ExecStart=/usr/sbin/nodeagentd ' "$SCRATCH/root/lib/systemd/system/nod
 got=$("$SCRATCH/root/usr/sbin/nodeagentd" --version 2>&1) || fail "packaged nodeagentd --version failed: $got"
 [ "$got" = "nodeagentd $version" ] || fail "packaged nodeagentd --version: '$got'"
 "$SCRATCH/root/usr/bin/nodeagentctl" --help >/dev/null 2>&1 || fail "packaged nodeagentctl --help failed"
+# The packaged daemon finds its helpers and its VM module from where it is installed:
+# no path of the build machine (the build tree, the configure-time prefix) is in it.
+for bin in usr/sbin/nodeagentd usr/lib/nodeagent/nodeagent-vm-libvirt.so; do
+	for p in "$NA_BUILD_DIR" /usr/local/libexec /usr/local/lib/; do
+		if grep -aq -- "$p" "$SCRATCH/root/$bin"; then
+			fail "/$bin holds the build machine's path $p: $(grep -ao -- "$p[^[:cntrl:]]*" "$SCRATCH/root/$bin" | head -3 | tr '\n' ' ')"
+		fi
+	done
+done
 for page in man8/nodeagentd.8 man8/nodeagentctl.8 man5/nodeagent.conf.5; do
 	gzip -t "$SCRATCH/root/usr/share/man/$page.gz" || fail "$page.gz is not valid gzip"
 done
