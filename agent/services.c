@@ -192,15 +192,16 @@ static void start_sftpd(struct agent_services *s)
                 return;
         char bin[PATH_MAX];
         struct na_error err = NA_ERROR_INIT;
+        int r = 0;
         if (cfg->apps_sftpd)
                 snprintf(bin, sizeof(bin), "%s", cfg->apps_sftpd);
-        else if (agent_beside_exe(NA_LIBEXEC_RELDIR, "nodeagent-sftpd", bin, sizeof(bin), &err) < 0)
-                log_error("sftp is off on this node: %s", err.message);
-        if (na_error_is_set(&err))
-                ;
-        else if (access(bin, X_OK) < 0)
-                log_error("sftp is off on this node: [apps] sftpd %s: %s", bin, strerror(errno));
-        else if (agent_sftpd_start(cfg, bin, &s->sftpd, &err) < 0)
+        else
+                r = agent_beside_exe(NA_LIBEXEC_RELDIR, "nodeagent-sftpd", bin, sizeof(bin), &err);
+        if (r >= 0 && access(bin, X_OK) < 0)
+                r = na_error_sys(&err, errno, "[apps] sftpd %s", bin);
+        if (r >= 0)
+                r = agent_sftpd_start(cfg, bin, &s->sftpd, &err);
+        if (r < 0)
                 log_error("sftp is off on this node: %s", err.message);
         na_error_clear(&err);
 }
