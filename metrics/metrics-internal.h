@@ -60,6 +60,7 @@ struct mtarget {
         uint64_t inactive_file; /* bytes, from memory.stat, re-read every MEMORY_STAT_EVERY ticks */
         bool have_inactive;
         unsigned stat_phase;   /* which tick of MEMORY_STAT_EVERY reads this target's memory.stat */
+        unsigned flush_phase;  /* which tick of HISTORY_FLUSH_BUCKETS writes this target's closed buckets */
         size_t netdev_hint;    /* where its interface was in the netdev table last time */
 
         /* Collector thread only. */

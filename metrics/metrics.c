@@ -349,6 +349,7 @@ int metrics_track(struct metrics *m, const struct metrics_target_spec *spec, str
                 return na_error_sys(err, ENOMEM, "metrics");
         }
         n->stat_phase = (unsigned)(m->n_targets % MEMORY_STAT_EVERY);
+        n->flush_phase = (unsigned)(m->n_targets % HISTORY_FLUSH_BUCKETS);
         r = spec_apply(spec, id, n, err);
         if (r >= 0)
                 r = target_open_history(m, n, err);
@@ -504,6 +505,9 @@ int metrics_collect(struct metrics *m, uint64_t now_ms, struct na_error *err)
                         t->has_latest = true;
                         history_record(t->hist, &s);
                 }
+                /* A twelfth of the targets write their closed buckets at each tick: no tick writes them all. */
+                if ((m->tick_seq + t->flush_phase) % HISTORY_FLUSH_BUCKETS == 0)
+                        history_flush(t->hist);
         }
         m->last_tick_ms = now_ms;
         m->stats.ticks++;
