@@ -9,15 +9,15 @@
 
 static void sum_v2(const char *buf, uint64_t *rd, uint64_t *wr)
 {
-        /* "8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=5 dios=6" per device */
-        for (const char *p = buf; (p = strchr(p, ' ')); ) {
-                p++;
-                if ((p[0] == 'r' || p[0] == 'w') && strncmp(p + 1, "bytes=", 6) == 0) {
-                        const char *q = p + 7;
-                        uint64_t v;
-                        if (mparse_u64(&q, &v))
-                                *(p[0] == 'r' ? rd : wr) += v;
-                }
+        /* "8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=5 dios=6" per device: one pass, no library calls */
+        for (const char *p = buf; *p; p++) {
+                if (p[0] != ' ' || (p[1] != 'r' && p[1] != 'w') || memcmp(p + 2, "bytes=", 6) != 0)
+                        continue;
+                const char *q = p + 8;
+                uint64_t v;
+                if (mparse_u64(&q, &v))
+                        *(p[1] == 'r' ? rd : wr) += v;
+                p = q - 1;
         }
 }
 
