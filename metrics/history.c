@@ -210,7 +210,7 @@ static void acc_to_bucket(const struct hist_acc *a, struct hist_bucket *b)
  * failure (a full disk when the file was not preallocated) loses these buckets
  * only, where a mapping would have killed the process with SIGBUS.
  */
-static void write_buckets(struct history *h, unsigned k, const struct hist_bucket *b, size_t n)
+static void write_buckets(const struct history *h, unsigned k, const struct hist_bucket *b, size_t n)
 {
         ssize_t r;
         do
@@ -218,10 +218,11 @@ static void write_buckets(struct history *h, unsigned k, const struct hist_bucke
         while (r < 0 && errno == EINTR);
 }
 
-void history_flush(struct history *h)
+unsigned history_flush(struct history *h)
 {
+        unsigned writes = 0;
         if (!h || h->readonly || h->fd < 0)
-                return;
+                return 0;
         /*
          * Coarser tiers first: a finer bucket reaches the file only with or after the
          * coarser ones that closed before it, so after a crash every bucket older
@@ -236,19 +237,23 @@ void history_flush(struct history *h)
                         while (i + run < n && slot_of(k, p[i + run].start) == slot_of(k, p[i].start) + run)
                                 run++;
                         write_buckets(h, k, &p[i], run);
+                        writes++;
                         i += run;
                 }
                 h->npend[k] = 0;
         }
+        return writes;
 }
 
 /* Hold a closed bucket of tier k for the next flush (flushing first when the tier's room is full). */
-static void pend_push(struct history *h, unsigned k, const struct hist_bucket *b)
+static unsigned pend_push(struct history *h, unsigned k, const struct hist_bucket *b)
 {
+        unsigned writes = 0;
         k %= PROTO_METRICS_TIERS;
         if (h->npend[k] >= pend_cap[k])
-                history_flush(h);
+                writes = history_flush(h);
         pend_of(h, k)[h->npend[k]++] = *b;
+        return writes;
 }
 
 /* A closed bucket not written yet into *out; false when none holds start. */
@@ -268,21 +273,22 @@ static uint32_t parent_start(unsigned k, uint32_t start)
         return start - start % proto_metrics_tiers[k + 1].res_sec;
 }
 
-/* Tier k's bucket is finished: hold it for the next flush and fold it into tier k + 1. */
-static void close_bucket(struct history *h, unsigned k)
+/* Tier k's bucket is finished: hold it for the next flush and fold it into tier k + 1. Returns the writes made. */
+static unsigned close_bucket(struct history *h, unsigned k)
 {
         struct hist_bucket b;
         acc_to_bucket(&h->acc[k], &b);
-        pend_push(h, k, &b);
+        unsigned writes = pend_push(h, k, &b);
         if (k + 1 < PROTO_METRICS_TIERS) {
                 uint32_t p = parent_start(k, h->acc[k].start);
                 if (h->acc[k + 1].start && h->acc[k + 1].start != p)
-                        close_bucket(h, k + 1);
+                        writes += close_bucket(h, k + 1);
                 if (!h->acc[k + 1].start)
                         acc_init(&h->acc[k + 1], p);
                 acc_add_bucket(&h->acc[k + 1], &b);
         }
         h->acc[k].start = 0;
+        return writes;
 }
 
 /*
@@ -336,27 +342,28 @@ static bool bucket_get(const struct history *h, unsigned k, uint32_t start, stru
         return in_ring(h, k, start) && (bucket_mem(h, k, start, out) || bucket_read(h, k, start, out));
 }
 
-void history_record(struct history *h, const struct proto_metrics_sample *s)
+unsigned history_record(struct history *h, const struct proto_metrics_sample *s)
 {
+        unsigned writes = 0;
         if (!h || h->readonly || h->fd < 0)
-                return;
+                return 0;
         uint64_t secs = s->at_ms / 1000;
         if (secs == 0 || secs > UINT32_MAX)
-                return;
+                return 0;
         uint32_t t = (uint32_t)secs;
         uint32_t b[PROTO_METRICS_TIERS];
         for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
                 b[k] = t - t % proto_metrics_tiers[k].res_sec;
 
         if (h->acc[0].start && b[0] < h->acc[0].start) {
-                history_flush(h); /* the clock went back: what closed stays, the rest starts over */
+                writes += history_flush(h); /* the clock went back: what closed stays, the rest starts over */
                 for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
                         h->acc[k].start = 0;
         }
 
         for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
                 if (h->acc[k].start && h->acc[k].start != b[k])
-                        close_bucket(h, k);
+                        writes += close_bucket(h, k);
         for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
                 if (!h->acc[k].start)
                         acc_init(&h->acc[k], b[k]);
@@ -364,6 +371,7 @@ void history_record(struct history *h, const struct proto_metrics_sample *s)
         for (int f = 0; f < PROTO_M__COUNT; f++)
                 if ((s->valid & PROTO_M_BIT(f)) && isfinite(s->v[f]) && s->v[f] >= 0)
                         acc_add(&h->acc[0], f, s->v[f], s->v[f]);
+        return writes;
 }
 
 /*

@@ -81,10 +81,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct history *, history_close)
 #define HISTORY_FLUSH_BUCKETS 12
 
 /* Record one sample (its at_ms places it). A sample before the current buckets (the
- * clock went back) starts the buckets in progress over. */
-void history_record(struct history *h, const struct proto_metrics_sample *s);
-/* Write the closed buckets held in memory (nothing for a read-only history). */
-void history_flush(struct history *h);
+ * clock went back) starts the buckets in progress over. Returns the writes it made
+ * (a flush when the room for closed buckets is full; usually none). */
+unsigned history_record(struct history *h, const struct proto_metrics_sample *s);
+/* Write the closed buckets held in memory (nothing for a read-only history); returns the writes made. */
+unsigned history_flush(struct history *h);
 
 /*
  * The points of q (tier, step, from..to, no later than q->now_ms) in time order, in
