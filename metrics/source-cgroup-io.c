@@ -9,15 +9,27 @@
 
 static void sum_v2(const char *buf, uint64_t *rd, uint64_t *wr)
 {
-        /* "8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=5 dios=6" per device: one pass, no library calls */
-        for (const char *p = buf; *p; p++) {
-                if (p[0] != ' ' || (p[1] != 'r' && p[1] != 'w') || memcmp(p + 2, "bytes=", 6) != 0)
-                        continue;
-                const char *q = p + 8;
-                uint64_t v;
-                if (mparse_u64(&q, &v))
-                        *(p[1] == 'r' ? rd : wr) += v;
-                p = q - 1;
+        /*
+         * "8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=5 dios=6" per device (more keys may
+         * follow): the keys of a line until both were seen, then on to the next line.
+         */
+        for (const char *line = buf; *line;) {
+                const char *eol = strchrnul(line, '\n');
+                unsigned seen = 0;
+                for (const char *p = memchr(line, ' ', (size_t)(eol - line)); p && seen != 3;
+                     p = memchr(p, ' ', (size_t)(eol - p))) {
+                        p++;
+                        if ((p[0] == 'r' || p[0] == 'w') && strncmp(p + 1, "bytes=", 6) == 0) {
+                                const char *q = p + 7;
+                                uint64_t v;
+                                if (mparse_u64(&q, &v)) {
+                                        *(p[0] == 'r' ? rd : wr) += v;
+                                        seen |= p[0] == 'r' ? 1u : 2u;
+                                }
+                                p = q;
+                        }
+                }
+                line = *eol ? eol + 1 : eol;
         }
 }
 
