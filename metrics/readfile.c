@@ -156,13 +156,17 @@ bool mparse_u64(const char **p, uint64_t *v)
                 return false;
         uint64_t x = 0;
         const char *start = s;
-        while (*s >= '0' && *s <= '9') {
-                unsigned d = (unsigned)(*s - '0');
-                /* 19 digits always fit; only a longer number needs the (dividing) check */
-                if (s - start >= 19 && x > (UINT64_MAX - d) / 10)
-                        return false;
-                x = x * 10 + d;
-                s++;
+        while ((unsigned)(*s - '0') < 10)
+                x = x * 10 + (unsigned)(*s++ - '0');
+        if (s - start > 19) {
+                /* 19 digits always fit; a longer number is parsed again, checking every digit */
+                x = 0;
+                for (s = start; *s >= '0' && *s <= '9'; s++) {
+                        unsigned d = (unsigned)(*s - '0');
+                        if (x > (UINT64_MAX - d) / 10)
+                                return false;
+                        x = x * 10 + d;
+                }
         }
         *v = x;
         *p = s;
