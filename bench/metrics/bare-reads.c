@@ -53,6 +53,23 @@ void bare_reads_add(struct bare_reads *b, const char *path, unsigned every, unsi
         b->per_round += 1.0 / every;
 }
 
+void bare_reads_add_node(struct bare_reads *b, const char *proc_root)
+{
+        /* as the node sources read them: stat, diskstats and net/dev to the end, the others with one pread */
+        static const struct {
+                const char *name;
+                bool to_eof;
+        } files[] = { { "stat", true },           { "meminfo", false },         { "diskstats", true },
+                      { "net/dev", true },        { "pressure/cpu", false },    { "pressure/memory", false },
+                      { "pressure/io", false } };
+        char p[4200];
+        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+                snprintf(p, sizeof(p), "%s/%s", proc_root, files[i].name);
+                if (access(p, R_OK) == 0)
+                        bare_reads_add(b, p, 1, 0, files[i].to_eof);
+        }
+}
+
 size_t bare_reads_round(struct bare_reads *b, unsigned k)
 {
         size_t total = 0;

@@ -23,6 +23,8 @@ struct bare_reads;
 struct bare_reads *bare_reads_new(void);
 /* Open path now (O_NOATIME where allowed, as the tick does); read it at rounds k with (k + phase) % every == 0. */
 void bare_reads_add(struct bare_reads *b, const char *path, unsigned every, unsigned phase, bool to_eof);
+/* The node files a tick reads under proc_root (stat, meminfo, diskstats, net/dev, the three pressure files: those that exist), every round. */
+void bare_reads_add_node(struct bare_reads *b, const char *proc_root);
 /* Read the files of round k; returns the bytes read. */
 size_t bare_reads_round(struct bare_reads *b, unsigned k);
 /* Files open, and how many a round reads on average. */

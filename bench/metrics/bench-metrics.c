@@ -337,17 +337,11 @@ static void advance_fixture(const char *root, unsigned guests, unsigned tick)
  */
 static struct bare_reads *bare_open(const char *root, unsigned guests)
 {
-        static const char *const node_files[][2] = { { "stat", "eof" }, { "meminfo", "" }, { "diskstats", "eof" },
-                                                     { "net/dev", "eof" }, { "pressure/cpu", "" },
-                                                     { "pressure/memory", "" }, { "pressure/io", "" } };
         static const char *const guest_files[] = { "cpu.stat", "memory.current", "io.stat" };
         struct bare_reads *b = bare_reads_new();
         char p[PATH_MAX + 32], dir[PATH_MAX], cg[PATH_MAX];
-        for (size_t i = 0; i < ARRAY_SIZE(node_files); i++) {
-                snprintf(p, sizeof(p), "%s/proc/%s", root, node_files[i][0]);
-                if (access(p, R_OK) == 0)
-                        bare_reads_add(b, p, 1, 0, node_files[i][1][0] != '\0');
-        }
+        snprintf(p, sizeof(p), "%s/proc", root);
+        bare_reads_add_node(b, p);
         snprintf(cg, sizeof(cg), "%s/cgroup", root);
         for (unsigned i = 0; i < guests; i++) {
                 scope_dir(cg, i, dir, sizeof(dir));

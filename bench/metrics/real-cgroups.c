@@ -77,16 +77,9 @@ static const char *file_of(const struct metrics_cgroups *cg, int r)
 
 static void add_bare_files(struct real_cgroups *rc)
 {
-        static const char *const node_files[][2] = { { "stat", "eof" }, { "meminfo", "" }, { "diskstats", "eof" },
-                                                     { "net/dev", "eof" }, { "pressure/cpu", "" },
-                                                     { "pressure/memory", "" }, { "pressure/io", "" } };
         char p[PATH_MAX];
         rc->bare = bare_reads_new();
-        for (size_t i = 0; i < sizeof(node_files) / sizeof(node_files[0]); i++) {
-                snprintf(p, sizeof(p), "/proc/%s", node_files[i][0]);
-                if (access(p, R_OK) == 0)
-                        bare_reads_add(rc->bare, p, 1, 0, node_files[i][1][0] != '\0');
-        }
+        bare_reads_add_node(rc->bare, "/proc");
         for (unsigned i = 0; i < rc->n; i++) {
                 for (int r = 0; r < CG__RES; r++) {
                         if (!rc->cg.res[r].dir)
