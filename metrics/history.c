@@ -65,15 +65,11 @@ struct history {
         struct hist_bucket pend[PEND_TOTAL]; /* per tier from pend_base(k), oldest first */
 };
 
-/* The closed buckets of tier k (k < PROTO_METRICS_TIERS) held in memory. */
-static struct hist_bucket *pend_of(struct history *h, unsigned k)
+/* Where the closed buckets of tier k (k < PROTO_METRICS_TIERS) held in memory start in h->pend. */
+static unsigned pend_base(unsigned k)
 {
         static const unsigned base[PROTO_METRICS_TIERS] = { 0, HISTORY_FLUSH_BUCKETS, HISTORY_FLUSH_BUCKETS + 3 };
-        return &h->pend[base[k % PROTO_METRICS_TIERS]];
-}
-static const struct hist_bucket *pend_of_const(const struct history *h, unsigned k)
-{
-        return pend_of((struct history *)h, k);
+        return base[k % PROTO_METRICS_TIERS];
 }
 
 static int max_index(int f)
@@ -230,7 +226,7 @@ unsigned history_flush(struct history *h)
          * progress are rebuilt from the finer tiers as after a clean stop.
          */
         for (unsigned k = PROTO_METRICS_TIERS; k-- > 0;) {
-                const struct hist_bucket *p = pend_of(h, k);
+                const struct hist_bucket *p = &h->pend[pend_base(k)];
                 unsigned n = h->npend[k];
                 for (unsigned i = 0; i < n;) {
                         unsigned run = 1;
@@ -252,14 +248,14 @@ static unsigned pend_push(struct history *h, unsigned k, const struct hist_bucke
         k %= PROTO_METRICS_TIERS;
         if (h->npend[k] >= pend_cap[k])
                 writes = history_flush(h);
-        pend_of(h, k)[h->npend[k]++] = *b;
+        h->pend[pend_base(k) + h->npend[k]++] = *b;
         return writes;
 }
 
 /* A closed bucket not written yet into *out; false when none holds start. */
 static bool pend_find(const struct history *h, unsigned k, uint32_t start, struct hist_bucket *out)
 {
-        const struct hist_bucket *p = pend_of_const(h, k);
+        const struct hist_bucket *p = &h->pend[pend_base(k)];
         for (unsigned i = h->npend[k % PROTO_METRICS_TIERS]; i-- > 0;)
                 if (p[i].start == start) {
                         *out = p[i];
@@ -325,7 +321,7 @@ static bool bucket_mem(const struct history *h, unsigned k, uint32_t start, stru
 /* The start of the newest bucket of tier k in memory (in progress or not written yet), 0 when none. */
 static uint32_t newest_in_memory(const struct history *h, unsigned k)
 {
-        uint32_t n = h->npend[k] ? pend_of_const(h, k)[h->npend[k] - 1].start : 0;
+        uint32_t n = h->npend[k] ? h->pend[pend_base(k) + h->npend[k] - 1].start : 0;
         return h->acc[k].start > n ? h->acc[k].start : n;
 }
 
@@ -610,8 +606,8 @@ int history_series(const struct history *h, const struct proto_metrics_query *q,
 
         /* Buckets from the oldest one not written yet on may be in memory. */
         int64_t mem_from = h->acc[q->tier].start ? h->acc[q->tier].start : INT64_MAX;
-        if (h->npend[q->tier] && pend_of_const(h, q->tier)->start < mem_from)
-                mem_from = pend_of_const(h, q->tier)->start;
+        if (h->npend[q->tier] && h->pend[pend_base(q->tier)].start < mem_from)
+                mem_from = h->pend[pend_base(q->tier)].start;
         size_t n = 0;
         struct group g = { 0 };
         bool open_group = false;
