@@ -23,6 +23,9 @@
  *     after one query per tier of every target over its whole ring (what the
  *     history costs once the rings have wrapped and are read).
  *
+ *  With --real-cgroups N (root), before step 4: the tick and its bare reads on N
+ *     empty cgroups of this host's own cgroupfs and its /proc (real-cgroups.h).
+ *
  * History files go to --state (default /var/tmp), preallocated as in production.
  * Ticks run back to back; with --writeback the history files are written back to
  * disk (syncfs, untimed) before each tick, as the kernel's flusher does between
