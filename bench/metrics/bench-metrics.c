@@ -61,6 +61,7 @@
 #include "common/json-cleanup.h"
 #include "common/names.h"
 #include "common/timeutil.h"
+#include "metrics/history.h"
 #include "metrics/metrics.h"
 
 #define EXPORTER "/usr/bin/prometheus-node-exporter"
@@ -69,6 +70,9 @@ static unsigned opt_guests = 1000, opt_targets = 2000, opt_ticks = 20;
 static bool opt_exporter = true;
 static bool opt_writeback; /* --writeback: write the history files back to disk before each tick, untimed */
 static unsigned opt_profile; /* --profile N: N more ticks on unchanged files, for perf record */
+/* --warmup N: ticks (counters moving) before the measured ones, so that every target's history is flushing at its
+ * steady rate (a target writes its closed buckets every HISTORY_FLUSH_BUCKETS ticks) rather than all starting at once */
+static unsigned opt_warmup = 2 * HISTORY_FLUSH_BUCKETS;
 static unsigned opt_real;    /* --real-cgroups N: also N real cgroups of this host beside their bare reads */
 static const char *opt_tmp = "/dev/shm", *opt_state = "/var/tmp";
 
@@ -618,7 +622,9 @@ static void compare_real(const char *state, unsigned n, unsigned ticks)
         double *bw = calloc(ticks, sizeof(double)), *bc = calloc(ticks, sizeof(double));
         uint64_t at = na_now_real_ms();
         double fw, fc;
-        tick(m, at, &fw, &fc);
+        for (unsigned k = 0; k <= opt_warmup; k++)
+                tick(m, at + 10000ULL * k, &fw, &fc);
+        at += 10000ULL * opt_warmup;
         for (unsigned k = 0; k < ticks; k++) {
                 if (k % 2)
                         bare_round(b, k, &bw[k], &bc[k]);
@@ -641,7 +647,7 @@ static void compare_real(const char *state, unsigned n, unsigned ticks)
 static void usage(void)
 {
         fprintf(stderr, "usage: bench-metrics [--guests N] [--targets N] [--ticks N] [--no-exporter] [--writeback] [--profile N] "
-                        "[--real-cgroups N] "
+                        "[--real-cgroups N] [--warmup N] "
                         "[--tmp DIR] [--state DIR]\n");
         exit(2);
 }
@@ -657,6 +663,8 @@ int main(int argc, char **argv)
                         opt_ticks = (unsigned)strtoul(argv[++i], NULL, 10);
                 else if (streq(argv[i], "--real-cgroups") && i + 1 < argc)
                         opt_real = (unsigned)strtoul(argv[++i], NULL, 10);
+                else if (streq(argv[i], "--warmup") && i + 1 < argc)
+                        opt_warmup = (unsigned)strtoul(argv[++i], NULL, 10);
                 else if (streq(argv[i], "--profile") && i + 1 < argc)
                         opt_profile = (unsigned)strtoul(argv[++i], NULL, 10);
                 else if (streq(argv[i], "--writeback"))
@@ -724,6 +732,12 @@ int main(int argc, char **argv)
                 tick(m, at + 10000ULL * (k + 1), &w, &c);
         }
         at += 10000ULL * opt_profile;
+        for (unsigned k = 0; k < opt_warmup; k++) {
+                double w, c;
+                advance_fixture(root, opt_guests, k + 1);
+                tick(m, at + 10000ULL * (k + 1), &w, &c);
+        }
+        at += 10000ULL * opt_warmup;
 
         /* Ticks and scrapes alternate, so both see the machine in the same state. */
         struct exporter ex = { 0 }, exf = { 0 };
@@ -736,7 +750,7 @@ int main(int argc, char **argv)
         uint64_t writes = 0;
         struct bare_reads *bare = bare_open(root, opt_guests);
         for (unsigned k = 0; k < opt_ticks; k++) {
-                advance_fixture(root, opt_guests, k + 1);
+                advance_fixture(root, opt_guests, opt_warmup + k + 1);
                 if (opt_writeback)
                         writeback(state);
                 /* Which of the two reads the freshly written files first alternates. */
@@ -771,9 +785,9 @@ int main(int argc, char **argv)
         struct metrics_stats st;
         metrics_stats(m, &st);
         double tick_wall = median(wall, opt_ticks), tick_cpu = median(cpu, opt_ticks);
-        printf("tick: %u servers + node: first %.2f ms (lookup and open); then median of %u: %.3f ms wall, %.3f ms "
-               "CPU (unresolved %u, skipped values %llu)\n",
-               opt_guests, first_wall, opt_ticks, tick_wall, tick_cpu, st.unresolved,
+        printf("tick: %u servers + node: first %.2f ms (lookup and open); after %u warm-up ticks, median of %u: %.3f "
+               "ms wall, %.3f ms CPU (unresolved %u, skipped values %llu)\n",
+               opt_guests, first_wall, opt_warmup, opt_ticks, tick_wall, tick_cpu, st.unresolved,
                (unsigned long long)st.values_skipped);
         double bare_wall = median(bwall, opt_ticks), bare_cpu = median(bcpu, opt_ticks);
         printf("bare reads (the peer: the files the tick reads, %zu open once, %.0f read a round, no parsing, no "
