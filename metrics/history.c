@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,16 +48,29 @@ struct hist_acc {
         double max[PROTO_M__COUNT];
 };
 
+/* Closed buckets held until a flush, per tier: 2 minutes of 10 s buckets, the minutes and quarter hour closing meanwhile. */
+static const unsigned pend_cap[PROTO_METRICS_TIERS] = { HISTORY_FLUSH_BUCKETS, 3, 1 };
+#define PEND_TOTAL (HISTORY_FLUSH_BUCKETS + 3 + 1)
+
 /*
- * No copy of the file: only its descriptor and the buckets in progress. Buckets are
- * read and written with pread/pwrite, so the file's pages stay in the page cache
- * and never count in the process's RSS.
+ * No copy of the file: only its descriptor, the buckets in progress and the closed
+ * buckets not written yet. Buckets are read and written with pread/pwrite, so the
+ * file's pages stay in the page cache and never count in the process's RSS.
  */
 struct history {
         int fd; /* -1: no intact file (read-only open of a bad one): everything reads empty */
         bool readonly;
         struct hist_acc acc[PROTO_METRICS_TIERS];
+        uint8_t npend[PROTO_METRICS_TIERS];
+        struct hist_bucket pend[PEND_TOTAL]; /* per tier from pend_base(k), oldest first */
 };
+
+/* Where the closed buckets of tier k (k < PROTO_METRICS_TIERS) held in memory start in h->pend. */
+static unsigned pend_base(unsigned k)
+{
+        static const unsigned base[PROTO_METRICS_TIERS] = { 0, HISTORY_FLUSH_BUCKETS, HISTORY_FLUSH_BUCKETS + 3 };
+        return base[k % PROTO_METRICS_TIERS];
+}
 
 static int max_index(int f)
 {
@@ -188,16 +202,66 @@ static void acc_to_bucket(const struct hist_acc *a, struct hist_bucket *b)
 }
 
 /*
- * One pwrite of 56 bytes into the page cache. A failure (a full disk when the file
- * was not preallocated) loses this bucket only, where a mapping would have killed
- * the process with SIGBUS.
+ * n buckets of tier k in consecutive slots with one pwrite into the page cache. A
+ * failure (a full disk when the file was not preallocated) loses these buckets
+ * only, where a mapping would have killed the process with SIGBUS.
  */
-static void write_bucket(struct history *h, unsigned k, const struct hist_bucket *b)
+static void write_buckets(const struct history *h, unsigned k, const struct hist_bucket *b, size_t n)
 {
         ssize_t r;
         do
-                r = pwrite(h->fd, b, sizeof(*b), slot_offset(k, slot_of(k, b->start)));
+                r = pwrite(h->fd, b, n * sizeof(*b), slot_offset(k, slot_of(k, b->start)));
         while (r < 0 && errno == EINTR);
+}
+
+unsigned history_flush(struct history *h)
+{
+        unsigned writes = 0;
+        if (!h || h->readonly || h->fd < 0)
+                return 0;
+        /*
+         * Coarser tiers first: a finer bucket reaches the file only with or after the
+         * coarser ones that closed before it, so after a crash every bucket older
+         * than the newest 10 s bucket in the file is there too, and the ones in
+         * progress are rebuilt from the finer tiers as after a clean stop.
+         */
+        for (unsigned k = PROTO_METRICS_TIERS; k-- > 0;) {
+                const struct hist_bucket *p = &h->pend[pend_base(k)];
+                unsigned n = h->npend[k];
+                for (unsigned i = 0; i < n;) {
+                        unsigned run = 1;
+                        while (i + run < n && slot_of(k, p[i + run].start) == slot_of(k, p[i].start) + run)
+                                run++;
+                        write_buckets(h, k, &p[i], run);
+                        writes++;
+                        i += run;
+                }
+                h->npend[k] = 0;
+        }
+        return writes;
+}
+
+/* Hold a closed bucket of tier k for the next flush (flushing first when the tier's room is full). */
+static unsigned pend_push(struct history *h, unsigned k, const struct hist_bucket *b)
+{
+        unsigned writes = 0;
+        k %= PROTO_METRICS_TIERS;
+        if (h->npend[k] >= pend_cap[k])
+                writes = history_flush(h);
+        h->pend[pend_base(k) + h->npend[k]++] = *b;
+        return writes;
+}
+
+/* A closed bucket not written yet into *out; false when none holds start. */
+static bool pend_find(const struct history *h, unsigned k, uint32_t start, struct hist_bucket *out)
+{
+        const struct hist_bucket *p = &h->pend[pend_base(k)];
+        for (unsigned i = h->npend[k % PROTO_METRICS_TIERS]; i-- > 0;)
+                if (p[i].start == start) {
+                        *out = p[i];
+                        return true;
+                }
+        return false;
 }
 
 static uint32_t parent_start(unsigned k, uint32_t start)
@@ -205,29 +269,29 @@ static uint32_t parent_start(unsigned k, uint32_t start)
         return start - start % proto_metrics_tiers[k + 1].res_sec;
 }
 
-/* Tier k's bucket is finished: write it for good (tier 0 is, at every sample) and fold it into tier k + 1. */
-static void close_bucket(struct history *h, unsigned k)
+/* Tier k's bucket is finished: hold it for the next flush and fold it into tier k + 1. Returns the writes made. */
+static unsigned close_bucket(struct history *h, unsigned k)
 {
         struct hist_bucket b;
         acc_to_bucket(&h->acc[k], &b);
-        if (k > 0)
-                write_bucket(h, k, &b);
+        unsigned writes = pend_push(h, k, &b);
         if (k + 1 < PROTO_METRICS_TIERS) {
                 uint32_t p = parent_start(k, h->acc[k].start);
                 if (h->acc[k + 1].start && h->acc[k + 1].start != p)
-                        close_bucket(h, k + 1);
+                        writes += close_bucket(h, k + 1);
                 if (!h->acc[k + 1].start)
                         acc_init(&h->acc[k + 1], p);
                 acc_add_bucket(&h->acc[k + 1], &b);
         }
         h->acc[k].start = 0;
+        return writes;
 }
 
 /*
  * The bucket in progress of tier k as a query sees it: what tier k has gathered plus
- * the finer bucket in progress as one more unit. Only tier 0 is written at every
- * sample; a coarser bucket is written when it closes (and rebuilt from the finer
- * tiers after a restart), which saves two page writes per target and tick.
+ * the finer bucket in progress as one more unit. A bucket is written after it
+ * closes (at the next flush); the ones in progress are rebuilt from the finer tiers
+ * after a restart.
  */
 static bool current_view(const struct history *h, unsigned k, struct hist_bucket *out)
 {
@@ -244,33 +308,58 @@ static bool current_view(const struct history *h, unsigned k, struct hist_bucket
         return true;
 }
 
-/* The bucket of tier k at start as a query sees it into *out: the one in progress, or the file's. */
-static bool bucket_get(const struct history *h, unsigned k, uint32_t start, struct hist_bucket *out)
+/* The bucket of tier k at start from memory (in progress, or closed and not written yet); false when not there. */
+static bool bucket_mem(const struct history *h, unsigned k, uint32_t start, struct hist_bucket *out)
 {
-        if (k > 0 && start && h->acc[k].start == start && current_view(h, k, out))
-                return true;
-        return bucket_read(h, k, start, out);
+        if (!start)
+                return false;
+        if (h->acc[k].start == start)
+                return current_view(h, k, out);
+        return pend_find(h, k, start, out);
 }
 
-void history_record(struct history *h, const struct proto_metrics_sample *s)
+/* The start of the newest bucket of tier k in memory (in progress or not written yet), 0 when none. */
+static uint32_t newest_in_memory(const struct history *h, unsigned k)
 {
+        uint32_t n = h->npend[k] ? h->pend[pend_base(k) + h->npend[k] - 1].start : 0;
+        return h->acc[k].start > n ? h->acc[k].start : n;
+}
+
+/* Still in tier k's ring: no newer bucket in memory takes (or will take) its slot. */
+static bool in_ring(const struct history *h, unsigned k, int64_t start)
+{
+        const struct proto_metrics_tier *T = &proto_metrics_tiers[k];
+        return start > (int64_t)newest_in_memory(h, k) - (int64_t)T->res_sec * T->slots;
+}
+
+/* The bucket of tier k at start as a query sees it into *out: from memory, or the file's. */
+static bool bucket_get(const struct history *h, unsigned k, uint32_t start, struct hist_bucket *out)
+{
+        return in_ring(h, k, start) && (bucket_mem(h, k, start, out) || bucket_read(h, k, start, out));
+}
+
+unsigned history_record(struct history *h, const struct proto_metrics_sample *s)
+{
+        unsigned writes = 0;
         if (!h || h->readonly || h->fd < 0)
-                return;
+                return 0;
         uint64_t secs = s->at_ms / 1000;
         if (secs == 0 || secs > UINT32_MAX)
-                return;
+                return 0;
         uint32_t t = (uint32_t)secs;
         uint32_t b[PROTO_METRICS_TIERS];
         for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
                 b[k] = t - t % proto_metrics_tiers[k].res_sec;
 
-        if (h->acc[0].start && b[0] < h->acc[0].start)
+        if (h->acc[0].start && b[0] < h->acc[0].start) {
+                writes += history_flush(h); /* the clock went back: what closed stays, the rest starts over */
                 for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
-                        h->acc[k].start = 0; /* the clock went back: start over */
+                        h->acc[k].start = 0;
+        }
 
         for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
                 if (h->acc[k].start && h->acc[k].start != b[k])
-                        close_bucket(h, k);
+                        writes += close_bucket(h, k);
         for (unsigned k = 0; k < PROTO_METRICS_TIERS; k++)
                 if (!h->acc[k].start)
                         acc_init(&h->acc[k], b[k]);
@@ -278,9 +367,7 @@ void history_record(struct history *h, const struct proto_metrics_sample *s)
         for (int f = 0; f < PROTO_M__COUNT; f++)
                 if ((s->valid & PROTO_M_BIT(f)) && isfinite(s->v[f]) && s->v[f] >= 0)
                         acc_add(&h->acc[0], f, s->v[f], s->v[f]);
-        struct hist_bucket cur;
-        acc_to_bucket(&h->acc[0], &cur);
-        write_bucket(h, 0, &cur);
+        return writes;
 }
 
 /*
@@ -418,6 +505,15 @@ void history_close(struct history *h)
 {
         if (!h)
                 return;
+        if (!h->readonly && h->fd >= 0) {
+                /* What closed, then the 10 s bucket in progress: the next open rebuilds the rest from them. */
+                history_flush(h);
+                if (h->acc[0].start) {
+                        struct hist_bucket b;
+                        acc_to_bucket(&h->acc[0], &b);
+                        write_buckets(h, 0, &b, 1);
+                }
+        }
         if (h->fd >= 0)
                 close(h->fd);
         free(h);
@@ -485,6 +581,13 @@ int history_series(const struct history *h, const struct proto_metrics_query *q,
         if (first < res)
                 first = res;
 
+        /* A bucket in memory may take the slot of one in the file (the ring goes round at the next flush). */
+        if (!in_ring(h, q->tier, first)) {
+                int64_t gone = (int64_t)newest_in_memory(h, q->tier) - (int64_t)res * proto_metrics_tiers[q->tier].slots;
+                first = gone - gone % res + res;
+        }
+        if (first > to_s)
+                return 0;
         int64_t cap = proto_metrics_point_count(first * 1000, to_s * 1000, q->step_sec);
         if (cap <= 0)
                 return 0;
@@ -501,13 +604,17 @@ int history_series(const struct history *h, const struct proto_metrics_query *q,
         if (r < 0)
                 return na_error_sys(err, -r, "history: read tier %u", q->tier);
 
+        /* Buckets from the oldest one not written yet on may be in memory. */
+        int64_t mem_from = h->acc[q->tier].start ? h->acc[q->tier].start : INT64_MAX;
+        if (h->npend[q->tier] && h->pend[pend_base(q->tier)].start < mem_from)
+                mem_from = h->pend[pend_base(q->tier)].start;
         size_t n = 0;
         struct group g = { 0 };
         bool open_group = false;
         for (int64_t s = first; s <= to_s; s += res) {
                 struct hist_bucket tmp;
                 const struct hist_bucket *b = &buf[(s - first) / res];
-                if (q->tier > 0 && h->acc[q->tier].start == s && current_view(h, q->tier, &tmp))
+                if (s >= mem_from && bucket_mem(h, q->tier, (uint32_t)s, &tmp))
                         b = &tmp;
                 else if (!bucket_is(q->tier, b, (uint32_t)s))
                         continue;

@@ -12,8 +12,10 @@
  * on a descriptor kept open per target, so its pages live in the page cache and
  * never count in the process's RSS however many targets there are or how often
  * their history is read. In memory there are only the buckets in progress (about
- * 400 bytes a target); a query reads the ranges it needs (one or two preads).
- * (Files written when the history was mapped have the same layout and stay valid.)
+ * 400 bytes a target) and the closed buckets not written yet (at most 16 of 56
+ * bytes); a query reads the ranges it needs (one or two preads) and sees the ones
+ * in memory over them. (Files written when the history was mapped have the same
+ * layout and stay valid.)
  *
  * A bucket is {u32 start (epoch seconds, 0 = empty), f32 avg[7], f32 max[6]}: the
  * average and maximum of every Sample value over the bucket (memoryLimitMB has no
@@ -24,12 +26,23 @@
  * Rollups: a sample goes into the 10 s bucket; when a 10 s bucket ends, its
  * averages and maxima enter the minute as one unit, and a finished minute enters
  * its 15 minutes the same way (each finer bucket weighs the same: time-weighted).
- * The 10 s bucket is written (one pwrite of 56 bytes) at every sample; a minute or
- * a quarter hour when it ends. Queries see the minute and quarter hour in progress
- * from memory, and on open (also read-only) they are rebuilt from the finer tiers
- * (reading the 10 s ring and up to 15 minutes), so a restart or a crash loses
- * nothing that reached the page cache. Recording allocates nothing and makes one
- * system call per sample (two or three when a minute or quarter hour ends).
+ * Writes: a bucket is written once, after it closed, by history_flush: the closed
+ * buckets of each tier in one pwrite per run of consecutive slots (2 minutes of
+ * 10 s buckets are one write). The collector flushes a target every
+ * HISTORY_FLUSH_BUCKETS ticks (its targets spread over the ticks); recording
+ * flushes by itself when its room for closed buckets is full, and history_close
+ * flushes everything and the 10 s bucket in progress. Recording allocates nothing
+ * and makes no system call between flushes. A pwrite costs 2.5-5 us on ext4 (it
+ * updates the file's times), more than reading a cgroup file: one a sample for every
+ * target was half of a tick.
+ *
+ * Durability: on open (also read-only) the minute and quarter hour in progress are
+ * rebuilt from the finer tiers (reading the 10 s ring and up to 15 minutes), so a
+ * restart (history_close, then history_open) loses nothing. A crash of the process
+ * loses what was not flushed: the samples of the last 2 minutes at most (at a 10 s
+ * interval); everything older is in the page cache and whole (a flush writes the
+ * coarser tiers first). A crash of the machine loses what the kernel had not
+ * written back, as before (nothing is fsync'ed).
  *
  * A file of the wrong size or with a bad header is recreated empty; stale or
  * corrupt buckets read as empty and are overwritten in time; values that are not
@@ -64,9 +77,15 @@ int history_open_readonly(const char *path, struct history **ret, struct na_erro
 void history_close(struct history *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct history *, history_close)
 
+/* Closed 10 s buckets held in memory before a flush; the collector flushes a target every this many ticks. */
+#define HISTORY_FLUSH_BUCKETS 12
+
 /* Record one sample (its at_ms places it). A sample before the current buckets (the
- * clock went back) starts the buckets in progress over. */
-void history_record(struct history *h, const struct proto_metrics_sample *s);
+ * clock went back) starts the buckets in progress over. Returns the writes it made
+ * (a flush when the room for closed buckets is full; usually none). */
+unsigned history_record(struct history *h, const struct proto_metrics_sample *s);
+/* Write the closed buckets held in memory (nothing for a read-only history); returns the writes made. */
+unsigned history_flush(struct history *h);
 
 /*
  * The points of q (tier, step, from..to, no later than q->now_ms) in time order, in

@@ -60,6 +60,7 @@ struct mtarget {
         uint64_t inactive_file; /* bytes, from memory.stat, re-read every MEMORY_STAT_EVERY ticks */
         bool have_inactive;
         unsigned stat_phase;   /* which tick of MEMORY_STAT_EVERY reads this target's memory.stat */
+        unsigned flush_phase;  /* which tick of HISTORY_FLUSH_BUCKETS writes this target's closed buckets */
         size_t netdev_hint;    /* where its interface was in the netdev table last time */
 
         /* Collector thread only. */
@@ -84,6 +85,8 @@ struct netdev_entry {
 struct netdev_table {
         struct netdev_entry *e;
         size_t cap, used;
+        uint32_t *line_slot;  /* the slot of the interface on each line of the last read: tried first */
+        size_t lines_cap;
 };
 
 enum mpressure_res { MP_CPU, MP_MEMORY, MP_IO, MP__RES };
@@ -155,6 +158,9 @@ extern const struct metrics_source metrics_source_tap;
 ssize_t mfile_read(struct metrics *m, int *fd, const char *path, char *buf, size_t len);
 /* The same for a file of any size, into m->big. */
 ssize_t mfile_read_big(struct metrics *m, int *fd, const char *path, char **data);
+/* Read <proc_root>/<name> through m->node_fd[f] (the path is formatted only to open it). */
+ssize_t mnode_read(struct metrics *m, enum mnodefile f, const char *name, char *buf, size_t len);
+ssize_t mnode_read_big(struct metrics *m, enum mnodefile f, const char *name, char **data);
 /* Read a cgroup file of resource r for target t through t->fd[f]. */
 ssize_t mcgroup_read(struct metrics *m, struct mtarget *t, enum cg_res r, enum mfile f, const char *name, char *buf,
                      size_t len);

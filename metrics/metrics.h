@@ -10,7 +10,9 @@
  * history, no file reads).
  *
  * Files: history in <state_dir>/metrics/<kind>-<id>.hist (node: node.hist), one
- * memory-mapped file of exactly 262,144 bytes (256 KiB) per target (see history.h).
+ * file of exactly 262,144 bytes (256 KiB) per target, read and written with
+ * pread/pwrite (see history.h: closed buckets are written every 2 minutes; a
+ * crash loses at most those, metrics_close or untracking nothing).
  * While a target is tracked the collector keeps its cgroup files open (4 or 5
  * descriptors per target: give the daemon RLIMIT_NOFILE >= 8 x targets; when
  * descriptors run out it falls back to opening the files at every tick).
@@ -125,6 +127,8 @@ struct metrics_stats {
         uint64_t counter_resets;   /* rates skipped because a counter went back or jumped */
         uint64_t lookups;          /* scans of the machine cgroup directories */
         uint64_t last_tick_us;     /* wall time of the last tick */
+        uint64_t last_flush_us;    /* of which writing history buckets (a twelfth of the targets a tick) */
+        uint64_t history_writes;   /* pwrites of history buckets, over all ticks */
         unsigned targets;          /* including the node */
         unsigned unresolved;       /* guests whose cgroup was not found at the last tick */
 };

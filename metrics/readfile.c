@@ -78,13 +78,37 @@ ssize_t mfile_read_big(struct metrics *m, int *fd, const char *path, char **data
         return (ssize_t)off;
 }
 
+/* <proc_root>/<name> into path when node file f is not open (only then is the path needed). */
+static int node_path(const struct metrics *m, enum mnodefile f, const char *name, char *path, size_t len)
+{
+        path[0] = '\0';
+        if (m->node_fd[f] < 0 && snprintf(path, len, "%s/%s", m->proc_root, name) >= (int)len)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+ssize_t mnode_read(struct metrics *m, enum mnodefile f, const char *name, char *buf, size_t len)
+{
+        char path[PATH_MAX];
+        int r = node_path(m, f, name, path, sizeof(path));
+        return r < 0 ? r : mfile_read(m, &m->node_fd[f], path, buf, len);
+}
+
+ssize_t mnode_read_big(struct metrics *m, enum mnodefile f, const char *name, char **data)
+{
+        char path[PATH_MAX];
+        int r = node_path(m, f, name, path, sizeof(path));
+        return r < 0 ? r : mfile_read_big(m, &m->node_fd[f], path, data);
+}
+
 ssize_t mcgroup_read(struct metrics *m, struct mtarget *t, enum cg_res r, enum mfile f, const char *name, char *buf,
                      size_t len)
 {
         const char *dir = m->cg.res[r].dir;
         if (!dir || !t->cgroup)
                 return -ENOENT;
-        char path[PATH_MAX] = "";
+        char path[PATH_MAX]; /* formatted only to open: not even cleared at a tick */
+        path[0] = '\0';
         if (t->fd[f] < 0 &&
             snprintf(path, sizeof(path), "%s/%s/%s", dir, t->cgroup, name) >= (int)sizeof(path))
                 return -ENAMETOOLONG;
@@ -131,12 +155,18 @@ bool mparse_u64(const char **p, uint64_t *v)
         if (*s < '0' || *s > '9')
                 return false;
         uint64_t x = 0;
-        while (*s >= '0' && *s <= '9') {
-                unsigned d = (unsigned)(*s - '0');
-                if (x > (UINT64_MAX - d) / 10)
-                        return false;
-                x = x * 10 + d;
-                s++;
+        const char *start = s;
+        while ((unsigned)(*s - '0') < 10)
+                x = x * 10 + (unsigned)(*s++ - '0');
+        if (s - start > 19) {
+                /* 19 digits always fit; a longer number is parsed again, checking every digit */
+                x = 0;
+                for (s = start; *s >= '0' && *s <= '9'; s++) {
+                        unsigned d = (unsigned)(*s - '0');
+                        if (x > (UINT64_MAX - d) / 10)
+                                return false;
+                        x = x * 10 + d;
+                }
         }
         *v = x;
         *p = s;

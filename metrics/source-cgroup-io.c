@@ -7,17 +7,41 @@
 
 #include "metrics/metrics-internal.h"
 
+/* Does p start with lit? Stops at p's terminating NUL (never reads past it), no library call. */
+static inline bool starts_with(const char *p, const char *lit)
+{
+        for (; *lit; p++, lit++)
+                if (*p != *lit)
+                        return false;
+        return true;
+}
+
 static void sum_v2(const char *buf, uint64_t *rd, uint64_t *wr)
 {
-        /* "8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=5 dios=6" per device */
-        for (const char *p = buf; (p = strchr(p, ' ')); ) {
-                p++;
-                if ((p[0] == 'r' || p[0] == 'w') && strncmp(p + 1, "bytes=", 6) == 0) {
-                        const char *q = p + 7;
-                        uint64_t v;
-                        if (mparse_u64(&q, &v))
-                                *(p[0] == 'r' ? rd : wr) += v;
+        /*
+         * "8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=5 dios=6" per device (more keys may
+         * follow): the keys of a line until both were seen, then on to the next line.
+         */
+        const char *p = buf;
+        while (*p) {
+                unsigned seen = 0;
+                /* p at the start of a line: the device, then " key=value" until the line ends */
+                while (*p && *p != '\n' && seen != 3) {
+                        if (*p++ != ' ')
+                                continue;
+                        if ((p[0] == 'r' || p[0] == 'w') && starts_with(p + 1, "bytes=")) {
+                                const char *q = p + 7;
+                                uint64_t v;
+                                if (mparse_u64(&q, &v)) {
+                                        *(p[0] == 'r' ? rd : wr) += v;
+                                        seen |= p[0] == 'r' ? 1u : 2u;
+                                }
+                                p = q;
+                        }
                 }
+                p = strchrnul(p, '\n');
+                if (*p)
+                        p++;
         }
 }
 

@@ -41,9 +41,8 @@ static bool whole_disk(const char *name, size_t len)
 
 static unsigned read_diskstats(struct metrics *m, struct mtarget *t)
 {
-        char path[PATH_MAX], *data;
-        snprintf(path, sizeof(path), "%s/diskstats", m->proc_root);
-        if (mfile_read_big(m, &m->node_fd[MN_DISKSTATS], path, &data) < 0)
+        char *data;
+        if (mnode_read_big(m, MN_DISKSTATS, "diskstats", &data) < 0)
                 return 2;
 
         uint64_t rd = 0, wr = 0;
@@ -58,10 +57,12 @@ static unsigned read_diskstats(struct metrics *m, struct mtarget *t)
                                 p++;
                         size_t nlen = (size_t)(p - name);
                         int k = 0;
-                        while (k < 7 && mparse_u64(&p, &f[k]))
-                                k++;
+                        /* the name first: most lines are partitions, loop and stacked devices */
+                        if (whole_disk(name, nlen))
+                                while (k < 7 && mparse_u64(&p, &f[k]))
+                                        k++;
                         /* f: reads, reads merged, sectors read, ms, writes, writes merged, sectors written */
-                        if (k == 7 && whole_disk(name, nlen)) {
+                        if (k == 7) {
                                 rd += f[2] * 512;
                                 wr += f[6] * 512;
                         }

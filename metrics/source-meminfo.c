@@ -6,10 +6,9 @@
 
 static unsigned read_meminfo(struct metrics *m, struct mtarget *t)
 {
-        char path[PATH_MAX], buf[8192];
+        char buf[8192];
         uint64_t total, avail;
-        snprintf(path, sizeof(path), "%s/meminfo", m->proc_root);
-        if (mfile_read(m, &m->node_fd[MN_MEMINFO], path, buf, sizeof(buf)) < 0 ||
+        if (mnode_read(m, MN_MEMINFO, "meminfo", buf, sizeof(buf)) < 0 ||
             !mfind_u64(buf, "MemTotal:", &total))
                 return 2;
         t->cur.g[MG_MEM_LIMIT] = total * 1024;

@@ -45,6 +45,7 @@ const struct netdev_entry *netdev_find(const struct netdev_table *tb, const char
 void netdev_table_free(struct netdev_table *tb)
 {
         free(tb->e);
+        free(tb->line_slot);
         memset(tb, 0, sizeof(*tb));
 }
 
@@ -78,12 +79,46 @@ static int8_t is_physical(const struct metrics *m, const char *name)
         return access(path, F_OK) == 0 ? 1 : 0;
 }
 
+/* Skip an unsigned decimal (leading blanks first); false when there is none. */
+static bool skip_u64(const char **p)
+{
+        const char *s = *p;
+        while (*s == ' ' || *s == '\t')
+                s++;
+        if (*s < '0' || *s > '9')
+                return false;
+        while (*s >= '0' && *s <= '9')
+                s++;
+        *p = s;
+        return true;
+}
+
+/* The entry of the interface name[0..nlen) on line i: where it was on that line last time, else by hash. */
+static struct netdev_entry *entry_at_line(struct netdev_table *tb, size_t i, const char *n, size_t nlen, char *name)
+{
+        if (i < tb->lines_cap && tb->line_slot[i] < tb->cap) {
+                struct netdev_entry *e = &tb->e[tb->line_slot[i]];
+                if (memcmp(e->name, n, nlen) == 0 && e->name[nlen] == '\0')
+                        return e;
+        }
+        memcpy(name, n, nlen);
+        name[nlen] = '\0';
+        struct netdev_entry *e = slot_for(tb->e, tb->cap, name);
+        if (!e->name[0]) {
+                memcpy(e->name, name, nlen + 1);
+                e->physical = -1;
+                tb->used++;
+        }
+        if (i < tb->lines_cap)
+                tb->line_slot[i] = (uint32_t)(e - tb->e);
+        return e;
+}
+
 static unsigned read_netdev(struct metrics *m, struct mtarget *t)
 {
         struct netdev_table *tb = &m->netdev;
-        char path[PATH_MAX], *data;
-        snprintf(path, sizeof(path), "%s/net/dev", m->proc_root);
-        if (mfile_read_big(m, &m->node_fd[MN_NETDEV], path, &data) < 0)
+        char *data;
+        if (mnode_read_big(m, MN_NETDEV, "net/dev", &data) < 0)
                 return 2;
 
         /* Lines: "  name: rx_bytes packets errs drop fifo frame compressed multicast tx_bytes ..." */
@@ -93,42 +128,46 @@ static unsigned read_netdev(struct metrics *m, struct mtarget *t)
         /* Room for every line to be new at a load of at most 3/4. */
         if ((tb->used + lines + 1) * 4 > tb->cap * 3 && rehash(tb, m->tick_seq, tb->used + lines + 1) < 0)
                 return 2;
+        if (tb->lines_cap < lines) {
+                uint32_t *ls = realloc(tb->line_slot, lines * 2 * sizeof(*ls));
+                if (ls) {
+                        for (size_t i = tb->lines_cap; i < lines * 2; i++)
+                                ls[i] = UINT32_MAX;
+                        tb->line_slot = ls;
+                        tb->lines_cap = lines * 2;
+                }
+        }
 
         uint64_t rx_phys = 0, tx_phys = 0, rx_all = 0, tx_all = 0;
         bool any_phys = false;
-        for (const char *line = data; line && *line;) {
+        size_t i = 0;
+        for (const char *line = data; line && *line; i++) {
                 const char *colon = strchr(line, ':'), *eol = strchrnul(line, '\n');
                 if (colon && colon < eol) {
                         const char *n = line;
                         while (*n == ' ')
                                 n++;
                         size_t nlen = (size_t)(colon - n);
-                        uint64_t f[9];
+                        /* rx bytes, 7 more receive fields, tx bytes */
+                        uint64_t rx, tx;
                         const char *p = colon + 1;
-                        int k = 0;
-                        while (k < 9 && mparse_u64(&p, &f[k]))
+                        int k = mparse_u64(&p, &rx) ? 1 : 9;
+                        while (k < 8 && skip_u64(&p))
                                 k++;
-                        if (k == 9 && nlen > 0 && nlen < NA_IFNAME_LEN) {
+                        if (k == 8 && mparse_u64(&p, &tx) && nlen > 0 && nlen < NA_IFNAME_LEN) {
                                 char name[NA_IFNAME_LEN];
-                                memcpy(name, n, nlen);
-                                name[nlen] = '\0';
-                                struct netdev_entry *e = slot_for(tb->e, tb->cap, name);
-                                if (!e->name[0]) {
-                                        memcpy(e->name, name, nlen + 1);
-                                        e->physical = -1;
-                                        tb->used++;
-                                }
-                                e->rx = f[0];
-                                e->tx = f[8];
+                                struct netdev_entry *e = entry_at_line(tb, i, n, nlen, name);
+                                e->rx = rx;
+                                e->tx = tx;
                                 e->seen = m->tick_seq;
                                 if (e->physical < 0)
-                                        e->physical = is_physical(m, name);
+                                        e->physical = is_physical(m, e->name);
                                 if (e->physical) {
                                         any_phys = true;
                                         rx_phys += e->rx;
                                         tx_phys += e->tx;
                                 }
-                                if (!streq(name, "lo")) {
+                                if (!streq(e->name, "lo")) {
                                         rx_all += e->rx;
                                         tx_all += e->tx;
                                 }

@@ -6,7 +6,7 @@
 
 #include "metrics/metrics-internal.h"
 
-static const char *const pressure_files[MP__RES] = { "cpu", "memory", "io" };
+static const char *const pressure_files[MP__RES] = { "pressure/cpu", "pressure/memory", "pressure/io" };
 
 static bool parse_avg(const char *line, const char *key, double *v)
 {
@@ -40,11 +40,10 @@ static unsigned read_pressure(struct metrics *m, struct mtarget *t)
 {
         unsigned skipped = 0;
         for (int r = 0; r < MP__RES; r++) {
-                char path[PATH_MAX], buf[512];
+                char buf[512];
                 struct mpressure *pr = &m->pressure_read[r];
                 memset(pr, 0, sizeof(*pr));
-                snprintf(path, sizeof(path), "%s/pressure/%s", m->proc_root, pressure_files[r]);
-                ssize_t n = mfile_read(m, &m->node_fd[MN_PRESSURE0 + r], path, buf, sizeof(buf));
+                ssize_t n = mnode_read(m, MN_PRESSURE0 + r, pressure_files[r], buf, sizeof(buf));
                 if (n == -ENOENT || n == -EOPNOTSUPP)
                         continue; /* no PSI in this kernel (or psi=0): nothing to read */
                 if (n < 0) {

@@ -7,9 +7,8 @@
 
 static unsigned read_proc_stat(struct metrics *m, struct mtarget *t)
 {
-        char path[PATH_MAX], *data;
-        snprintf(path, sizeof(path), "%s/stat", m->proc_root);
-        if (mfile_read_big(m, &m->node_fd[MN_STAT], path, &data) < 0 || strncmp(data, "cpu ", 4) != 0)
+        char *data;
+        if (mnode_read_big(m, MN_STAT, "stat", &data) < 0 || strncmp(data, "cpu ", 4) != 0)
                 return 1;
 
         /* user nice system idle iowait irq softirq steal (guest time is inside user). */

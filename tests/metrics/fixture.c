@@ -150,9 +150,11 @@ void fx_cg2(const char *cgroot, const char *rel, uint64_t usage_usec, uint64_t m
         snprintf(p, sizeof(p), "%s/memory.max", rel);
         fx_write(cgroot, p, "%s\n", mem_max);
         snprintf(p, sizeof(p), "%s/io.stat", rel);
-        fx_write(cgroot, p, "8:0 rbytes=%llu wbytes=%llu rios=1 wios=2 dbytes=999 dios=1\n253:0 rbytes=0 wbytes=0 "
-                            "rios=0 wios=0 dbytes=0 dios=0\n",
-                 (unsigned long long)rbytes, (unsigned long long)wbytes);
+        /* the bytes split over two devices (the sum is what counts), one with keys after the six of io.stat */
+        fx_write(cgroot, p, "8:0 rbytes=%llu wbytes=%llu rios=1 wios=2 dbytes=999 dios=1\n253:0 rbytes=%llu wbytes=%llu "
+                            "rios=0 wios=0 dbytes=0 dios=0 cost.vrate=100.00 cost.usage=7\n",
+                 (unsigned long long)(rbytes / 2), (unsigned long long)(wbytes / 2),
+                 (unsigned long long)(rbytes - rbytes / 2), (unsigned long long)(wbytes - wbytes / 2));
 }
 
 void fx_cg1(const char *cgroot, const char *rel, uint64_t usage_ns, uint64_t mem_usage, uint64_t inactive_file,

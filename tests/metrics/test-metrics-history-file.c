@@ -193,11 +193,20 @@ static void test_writer_offsets(void **state)
         struct history *h = NULL;
         assert_int_equal(history_open(f->path, false, &h, NULL, &err), 0);
         record_cpu(h, T0 + 80, 8);
-        struct raw_bucket b = raw_at(f->path, 0, T0 + 80); /* written at once, before any close */
+        struct raw_bucket b = raw_at(f->path, 0, T0 + 80); /* in progress: in memory only */
+        assert_int_not_equal(b.start, T0 + 80);
+        struct proto_metrics_point p;
+        assert_true(history_bucket(h, 0, T0 + 80, &p) && p.avg[0] == 8.0);
+        record_cpu(h, T0 + 120, 12); /* closes 10 s bucket T0 + 80 and minute T0 + 60: held until a flush */
+        assert_int_not_equal(raw_at(f->path, 0, T0 + 80).start, T0 + 80);
+        assert_int_not_equal(raw_at(f->path, 1, T0 + 60).start, T0 + 60);
+        history_flush(h);
+        b = raw_at(f->path, 0, T0 + 80);
         assert_int_equal(b.start, T0 + 80);
         assert_true(b.avg[0] == 8.0f && b.max[0] == 8.0f && isnan(b.avg[1]) && isnan(b.max[5]));
-        record_cpu(h, T0 + 120, 12); /* closes minute T0 + 60 */
-        history_close(h);
+        assert_int_not_equal(raw_at(f->path, 0, T0 + 120).start, T0 + 120); /* still in progress */
+        history_close(h);                                                    /* writes it */
+        assert_int_equal(raw_at(f->path, 0, T0 + 120).start, T0 + 120);
 
         b = raw_at(f->path, 1, T0 + 60);
         assert_int_equal(b.start, T0 + 60);

@@ -210,6 +210,82 @@ static void test_reopen(void **state)
         history_close(ref);
 }
 
+/* The file as a crash of the process would leave it: its bytes now, copied elsewhere. */
+static void copy_file(const char *from, const char *to)
+{
+        static char buf[262144];
+        int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+        assert_true(in >= 0 && out >= 0);
+        ssize_t n = read(in, buf, sizeof(buf));
+        assert_int_equal(n, (ssize_t)sizeof(buf));
+        assert_int_equal(write(out, buf, (size_t)n), n);
+        close(in);
+        close(out);
+}
+
+/* Every bucket of every tier that starts in [from, to) (a coarser one: that ends by to) reads the same in a and b. */
+static void assert_same_buckets(struct history *a, struct history *b, uint32_t from, uint32_t to)
+{
+        static const uint32_t res[3] = { 10, 60, 900 };
+        for (unsigned k = 0; k < 3; k++)
+                for (uint32_t s = from; s + res[k] <= to - to % 10 + 10; s += 10) {
+                        struct proto_metrics_point pa, pb;
+                        bool ha = history_bucket(a, k, s, &pa), hb = history_bucket(b, k, s, &pb);
+                        if (ha != hb)
+                                fail_msg("tier %u at T0 + %u: %d against %d", k, s - T0, ha, hb);
+                        if (!ha)
+                                continue;
+                        assert_int_equal(pa.valid, pb.valid);
+                        for (int fld = 0; fld < PROTO_M__COUNT; fld++)
+                                if (pa.valid & PROTO_M_BIT(fld))
+                                        assert_true(pa.avg[fld] == pb.avg[fld] && pa.max[fld] == pb.max[fld]);
+                }
+}
+
+/*
+ * Closed buckets are held in memory until a flush: a crash loses at most the last
+ * HISTORY_FLUSH_BUCKETS of them and the one in progress, never an older bucket of any
+ * tier, and the file it leaves goes on (the lost samples recorded again) exactly as if
+ * nothing had happened.
+ */
+static void test_crash_loses_only_unflushed(void **state)
+{
+        struct fx *f = *state;
+        char ref_path[600], crash[600];
+        snprintf(ref_path, sizeof(ref_path), "%s/reference.hist", f->dir);
+        snprintf(crash, sizeof(crash), "%s/crash.hist", f->dir);
+        struct history *ref = open_hist(ref_path, NULL), *h = open_hist(f->path, NULL);
+        const uint32_t first = T0 + 300;
+        const int n = 150, crash_at = 97; /* across minutes and the quarter hour T0 + 900 */
+        for (int i = 0; i < n; i++)
+                put(ref, first + 10 * (uint32_t)i, i % 37);
+        for (int i = 0; i <= crash_at; i++) {
+                put(h, first + 10 * (uint32_t)i, i % 37);
+                if (i == 70)
+                        history_flush(h); /* the collector's flush of this target */
+        }
+        copy_file(f->path, crash);
+        history_close(h); /* the process goes on (and stops cleanly): nothing of it reaches the copy */
+
+        struct history *c = open_hist(crash, NULL);
+        struct proto_metrics_point p;
+        int kept = -1;
+        for (int i = 0; i <= crash_at; i++)
+                if (history_bucket(c, 0, first + 10 * (uint32_t)i, &p))
+                        kept = i;
+                else
+                        break;
+        assert_true(kept >= crash_at - HISTORY_FLUSH_BUCKETS - 1);
+        assert_false(history_bucket(c, 0, first + 10 * (uint32_t)(kept + 1), &p));
+        /* what the file kept is what the reference has: each tier up to the bucket the newest 10 s bucket is in */
+        assert_same_buckets(ref, c, T0, first + 10 * (uint32_t)kept);
+        for (int i = kept + 1; i < n; i++)
+                put(c, first + 10 * (uint32_t)i, i % 37);
+        assert_same_buckets(ref, c, T0, first + 10 * (uint32_t)n);
+        history_close(c);
+        history_close(ref);
+}
+
 static void test_series(void **state)
 {
         struct fx *f = *state;
@@ -360,6 +436,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_rollups, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_boundaries, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_crash_loses_only_unflushed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_series, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gaps_and_clock, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
