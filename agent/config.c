@@ -13,6 +13,7 @@
 #include "agent/log.h"
 #include "common/fileio.h"
 #include "common/uuid.h"
+#include "firewall/fw.h"
 
 enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN, K_BACKOFF,
                 K_LISTEN_ANY /* ADDRESS:PORT on any address; empty: off */,
@@ -600,8 +601,9 @@ int config_parse(const char *path, const char *data, size_t len, FILE *report, u
                         ok &= isalnum((unsigned char)*p) || *p == '_' || *p == '-';
                 if (!ok)
                         PROBLEM(seen_line[at], "nft_table", "must be 1..32 letters, digits, '_' or '-'");
-                else if (cfg->fw_table && strcmp(cfg->fw_table, cfg->apps_nft_table) == 0)
-                        PROBLEM(seen_line[at], "nft_table", "must differ from [firewall] table");
+                else if (cfg->fw_table && fw_table_is_ours(cfg->fw_table, cfg->apps_nft_table))
+                        PROBLEM(seen_line[at], "nft_table",
+                                "must differ from [firewall] table and its shard tables (<table>-00 ...)");
         }
 
         *ret = TAKE_PTR(cfg);

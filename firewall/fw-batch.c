@@ -40,6 +40,28 @@ bool fw_chain_parse(const char *name, char ifname[NA_IFNAME_LEN], enum fw_direct
         return true;
 }
 
+unsigned fw_shard_of(const char *ifname, unsigned shards)
+{
+        uint32_t h = 2166136261u; /* FNV-1a: stable across builds and machines, cheap to redo by hand */
+        for (const unsigned char *p = (const unsigned char *)ifname; *p; p++)
+                h = (h ^ *p) * 16777619u;
+        return shards > 1 ? h % shards : 0;
+}
+
+void fw_shard_table(const char *prefix, unsigned shard, char buf[FW_TABLE_NAME_MAX])
+{
+        snprintf(buf, FW_TABLE_NAME_MAX, "%.*s-%02u", FW_PREFIX_MAX, prefix, shard % 100);
+}
+
+bool fw_shard_parse(const char *prefix, const char *table, unsigned *shard)
+{
+        size_t n = strlen(prefix);
+        if (!fw_table_is_ours(prefix, table) || !table[n])
+                return false;
+        *shard = (unsigned)(table[n + 1] - '0') * 10 + (unsigned)(table[n + 2] - '0');
+        return true;
+}
+
 size_t fw_comment_head_len(const char *comment)
 {
         size_t len = strlen(comment);

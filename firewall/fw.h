@@ -12,19 +12,45 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "common/error.h"
 #include "proto/firewall.h"
 
 #define FW_DEFAULT_TABLE "nodeagent"
+#define FW_DEFAULT_SHARDS 16
+#define FW_TABLE_NAME_MAX 40 /* a shard table's name, "<table>-NN", and its NUL */
 
 struct fw;
 
 struct fw_options {
-        const char *table;     /* the agent's inet table; NULL: FW_DEFAULT_TABLE */
+        const char *table;     /* prefix of the agent's inet tables ("<table>-00"...); NULL: FW_DEFAULT_TABLE */
+        unsigned shards;       /* tables the servers are spread over (1..64); 0: FW_DEFAULT_SHARDS */
         const char *state_dir; /* configurations go to <state_dir>/firewall/<vps_id>.json; NULL: kept nowhere */
         int netns_fd;          /* network namespace to work in; -1: the caller's */
 };
+
+/*
+ * The table that holds a server's chains and dispatch elements: "<table>-NN", NN =
+ * FNV-1a of its tap name modulo shards (table NULL: FW_DEFAULT_TABLE, shards 0:
+ * FW_DEFAULT_SHARDS). No kernel involved.
+ */
+int fw_server_table(const char *table, unsigned shards, const char *vps_id, char buf[FW_TABLE_NAME_MAX],
+                    struct na_error *err);
+/*
+ * Whether name is a table the firewall owns with this prefix: "<table>" (the layout
+ * before shards) or "<table>-NN". Inline: the configuration check uses it without
+ * linking the library.
+ */
+static inline bool fw_table_is_ours(const char *table, const char *name)
+{
+        size_t n = strlen(table);
+        if (strncmp(name, table, n) != 0)
+                return false;
+        name += n;
+        return !name[0] || (name[0] == '-' && name[1] >= '0' && name[1] <= '9' && name[2] >= '0' && name[2] <= '9' &&
+                            !name[3]);
+}
 
 /* Open the netlink socket (in opt->netns_fd's namespace) and the state directory. Touches no rule. */
 int fw_open(const struct fw_options *opt, struct fw **ret, struct na_error *err);

@@ -312,6 +312,9 @@ static void test_value_errors(void **state)
                 { "apps", "public_address = example.com", "public_address: must be an IPv4 or IPv6 address" },
                 { "apps", "ports = 40000-20000", "ports: must be a port range LOW-HIGH within 1..65535, e.g. 20000-40000" },
                 { "apps", "ports = 0-10", "ports: must be a port range LOW-HIGH within 1..65535, e.g. 20000-40000" },
+                /* the firewall owns "nodeagent" (the layout before shards) and "nodeagent-00"... */
+                { "apps", "nft_table = nodeagent", "nft_table: must differ from [firewall] table and its shard tables (<table>-00 ...)" },
+                { "apps", "nft_table = nodeagent-07", "nft_table: must differ from [firewall] table and its shard tables (<table>-00 ...)" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 char extra[256], want[256];
@@ -334,6 +337,7 @@ static void test_value_errors(void **state)
                 { "apps", "sftp_listen = " }, { "apps", "sftp_listen = [::]:2022" }, { "apps", "sftp_listen = 10.0.0.1:22" },
                 { "apps", "transfer_part_size_mb = 5120" }, { "apps", "network = 172.16.0.0/12" },
                 { "apps", "public_address = 2001:db8::1" }, { "apps", "ports = 1-65535" }, { "apps", "haproxy = " },
+                { "apps", "nft_table = nodeagent-7" }, { "apps", "nft_table = nodeagent-apps" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(fine); i++) {
                 char extra[256];

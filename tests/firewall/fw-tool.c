@@ -5,8 +5,11 @@
  *   fw-tool [-s STATE_DIR] [-t TABLE] set VPS_ID FILE.json   apply, print the live configuration
  *   fw-tool [...] get VPS_ID | drift VPS_ID | remove VPS_ID | render VPS_ID FILE.json
  *   fw-tool [...] reconcile [KNOWN_ID...]                      ("-" alone: NULL, keep all)
+ *   fw-tool [-t TABLE] table VPS_ID                            the server's shard table ("nodeagent-06")
  *   fw-tool probe-tcp HOST PORT TIMEOUT_MS                     prints ok, refused, unreachable or timeout
  *   fw-tool probe-ping HOST TIMEOUT_MS                         prints ok, unreachable or timeout
+ *   fw-tool probe-udp HOST PORT TIMEOUT_MS                     one datagram to a port nobody listens on:
+ *                                                              refused (the ICMP error came back) or timeout
  *   fw-tool serve PORT...                                      accept and close TCP connections until killed
  */
 #include <arpa/inet.h>
@@ -29,8 +32,8 @@
 
 static int usage(void)
 {
-        fprintf(stderr, "usage: fw-tool [-s STATE_DIR] [-t TABLE] set|get|drift|remove|render|reconcile ...\n"
-                        "       fw-tool probe-tcp HOST PORT MS | probe-ping HOST MS | serve PORT...\n");
+        fprintf(stderr, "usage: fw-tool [-s STATE_DIR] [-t TABLE] set|get|drift|remove|render|reconcile|table ...\n"
+                        "       fw-tool probe-tcp HOST PORT MS | probe-ping HOST MS | probe-udp HOST PORT MS | serve PORT...\n");
         return 2;
 }
 
@@ -96,6 +99,31 @@ static int probe_tcp(const char *host, int port, int ms)
                         else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr)
                                 result = soerr == ECONNREFUSED ? "refused" : "unreachable";
                 }
+        }
+        close(fd);
+        printf("%s\n", result);
+        return 0;
+}
+
+static int probe_udp(const char *host, int port, int ms)
+{
+        struct sockaddr_storage ss;
+        socklen_t len;
+        if (resolve(host, port, &ss, &len) < 0)
+                return usage();
+        int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
+                return 1;
+        const char *result = "timeout";
+        char byte = 0;
+        if (send(fd, &byte, 1, 0) < 0)
+                result = errno == ECONNREFUSED ? "refused" : "unreachable";
+        else {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                if (poll(&p, 1, ms) > 0 && recv(fd, &byte, 1, MSG_DONTWAIT) < 0)
+                        result = errno == ECONNREFUSED ? "refused" : "unreachable";
+                else if (p.revents & POLLIN)
+                        result = "ok";
         }
         close(fd);
         printf("%s\n", result);
@@ -227,6 +255,8 @@ int main(int argc, char **argv)
 
         if (streq(cmd, "probe-tcp") && left == 3)
                 return probe_tcp(args[0], atoi(args[1]), atoi(args[2]));
+        if (streq(cmd, "probe-udp") && left == 3)
+                return probe_udp(args[0], atoi(args[1]), atoi(args[2]));
         if (streq(cmd, "probe-ping") && left == 2)
                 return probe_ping(args[0], atoi(args[1]));
         if (streq(cmd, "serve") && left >= 1)
@@ -236,6 +266,13 @@ int main(int argc, char **argv)
         struct fw_config cfg, live;
         proto_fw_init(&cfg);
         proto_fw_init(&live);
+        if (streq(cmd, "table") && left == 1) {
+                char table[FW_TABLE_NAME_MAX];
+                if (fw_server_table(opt.table, 0, args[0], table, &err) < 0)
+                        return fail(&err);
+                printf("%s\n", table);
+                return 0;
+        }
         if (streq(cmd, "render") && left == 2) {
                 char *text = NULL;
                 if (load_config(args[1], &cfg, &err) < 0 || fw_render_set(opt.table, args[0], &cfg, &text, &err) < 0)

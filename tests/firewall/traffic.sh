@@ -122,7 +122,7 @@ check timeout $c probe-tcp fd77:1::2 8080 $T
 check ok $c probe-ping fd77:1::2 $T
 check ok $s probe-tcp 10.77.2.2 9000 $T
 # the rule counted what it let through
-if ip netns exec $r nft list chain inet nodeagent $tap-in | grep -q 'tcp dport 22 counter packets [1-9]'; then
+if ip netns exec $r nft list chain inet "$("$tool" table $vps)" $tap-in | grep -q 'tcp dport 22 counter packets [1-9]'; then
 	echo "ok   the ssh rule's counter moved"
 else
 	echo "FAIL the ssh rule's counter did not move"
