@@ -90,6 +90,7 @@ enum fw_op_kind {
         FW_OP_RULE_ADD,
         FW_OP_TABLE_DEL, /* obj: nftnl_table */
         FW_OP_SET_DEL,   /* obj: nftnl_set */
+        FW_OP_RAW,       /* obj: struct fw_raw, messages encoded earlier (fw_batch_encode_range) */
 };
 
 struct fw_op {
@@ -114,6 +115,25 @@ int fw_batch_add(struct fw_batch *b, enum fw_op_kind kind, void *obj, struct na_
 int fw_batch_serialize(const struct fw_batch *b, uint32_t seq, char **ret_buf, size_t *ret_len, struct na_error *err);
 /* A stable text of the batch (one operation per line, expressions indented). */
 int fw_batch_render(const struct fw_batch *b, char **ret_text, struct na_error *err);
+
+/*
+ * Operations already encoded: n nfnetlink messages back to back, as
+ * fw_batch_encode_range wrote them. Serializing a batch renumbers them and sets the
+ * ack flag where it belongs, so they can be kept and sent again later (fw-state.c
+ * keeps each server's with its stored configuration, for the start).
+ */
+struct fw_raw {
+        size_t len;
+        uint32_t n;
+        char data[];
+};
+/* Encode operations [from, to) of b as a struct fw_raw (malloc'ed). */
+int fw_batch_encode_range(const struct fw_batch *b, size_t from, size_t to, struct fw_raw **ret,
+                          struct na_error *err);
+/* Messages a batch sends between begin and end (an FW_OP_RAW counts its messages). */
+size_t fw_batch_messages(const struct fw_batch *b);
+/* What the i-th message of a batch is about, for error messages. */
+const char *fw_batch_what(const struct fw_batch *b, size_t i);
 
 /* ---- what a server has in the kernel ---- */
 

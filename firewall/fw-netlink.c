@@ -148,7 +148,7 @@ int fw_nl_apply(struct fw_nl *nl, const struct fw_batch *b, struct na_error *err
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
         uint32_t seq = nl->seq;
-        nl->seq += (uint32_t)b->n + 2;
+        nl->seq += (uint32_t)fw_batch_messages(b) + 2;
         int r = fw_batch_serialize(b, seq, &buf, &len, err);
         if (r < 0)
                 return r;
@@ -169,11 +169,11 @@ int fw_nl_send(struct fw_nl *nl, const struct fw_batch *b, const char *buf, size
         int fd = mnl_socket_get_fd(nl->sock);
         ssize_t sent = RETRY_EINTR(sendto(fd, buf, len, 0, (struct sockaddr *)&kernel, sizeof(kernel)));
         if (sent < 0)
-                return na_error_sys(err, errno, "firewall: send batch of %zu operations", b->n);
+                return na_error_sys(err, errno, "firewall: send batch of %zu operations", fw_batch_messages(b));
         if ((size_t)sent != len)
                 return na_error_set(err, EIO, NA_E_DRIVER, "firewall: short send of a batch (%zd of %zu bytes)", sent, len);
 
-        struct ack_state st = { .first_seq = seq + 1, .last_seq = seq + (uint32_t)b->n };
+        struct ack_state st = { .first_seq = seq + 1, .last_seq = seq + (uint32_t)fw_batch_messages(b) };
         _cleanup_free_ char *rbuf = malloc(RECV_SIZE);
         if (!rbuf)
                 return na_error_sys(err, ENOMEM, "firewall: receive buffer");
@@ -197,7 +197,7 @@ int fw_nl_send(struct fw_nl *nl, const struct fw_batch *b, const char *buf, size
         if (st.err_seq) {
                 const char *what = "the batch";
                 if (st.err_seq >= st.first_seq && st.err_seq <= st.last_seq)
-                        what = b->ops[st.err_seq - st.first_seq].what;
+                        what = fw_batch_what(b, st.err_seq - st.first_seq);
                 char reason[384];
                 snprintf(reason, sizeof(reason), "the kernel refused %s: %s%s%s", what, strerror(st.err_errno),
                          st.err_msg[0] ? ": " : "", st.err_msg);

@@ -32,6 +32,7 @@ struct item {
         bool loaded;                     /* cfg holds the stored configuration */
         bool done, failed;
         struct fw_config cfg;
+        struct fw_raw *raw;              /* or: its operations as stored beside it (fw-state.c) */
         struct na_error unreadable;      /* the stored configuration could not be read */
 };
 
@@ -46,6 +47,7 @@ static void plan_clear(struct plan *p)
 {
         for (size_t i = 0; i < p->n; i++) {
                 proto_fw_clear(&p->v[i].cfg);
+                free(p->v[i].raw);
                 na_error_clear(&p->v[i].unreadable);
         }
         free(p->v);
@@ -168,11 +170,17 @@ static int make_plan(struct fw *fw, const char *const *known, struct plan *p, st
         return r;
 }
 
-/* Read the stored configuration an item applies (once). False: unreadable, the item is left out. */
-static bool item_load(const struct fw *fw, struct item *it)
+/*
+ * Read what an item applies (once): with raw_ok, the operations kept beside the
+ * stored configuration when they match it (nothing to decode or build), else the
+ * configuration itself. False: unreadable, the item is left out.
+ */
+static bool item_load(const struct fw *fw, struct item *it, bool raw_ok)
 {
-        if (!it->apply || it->carried || it->loaded || it->unreadable.code)
+        if (!it->apply || it->carried || it->loaded || it->raw || it->unreadable.code)
                 return !it->unreadable.code;
+        if (raw_ok && fw_state_load_raw(fw, it->vps_id, it->table, &it->raw) == 0)
+                return true;
         uint32_t next_id;
         if (fw_state_load(fw, it->vps_id, &it->cfg, &next_id, &it->unreadable) < 0) {
                 na_error_prefix(&it->unreadable, "vps %s", it->vps_id);
@@ -184,6 +192,11 @@ static bool item_load(const struct fw *fw, struct item *it)
 
 static int build_item(struct item *it, struct fw_batch *b, struct na_error *err)
 {
+        if (it->raw) {
+                snprintf(b->table, sizeof(b->table), "%s", it->table);
+                return fw_batch_add(b, FW_OP_RAW, TAKE_PTR(it->raw), err, "vps %s (its operations as stored)",
+                                    it->vps_id);
+        }
         return it->apply ? fw_build_server_if(b, it->table, it->ifname, it->vps_id[0] ? it->vps_id : NULL, &it->cfg, err)
                          : fw_build_remove(b, it->table, it->ifname, err);
 }
@@ -204,7 +217,7 @@ static int build_shard(struct fw *fw, struct plan *p, unsigned shard, struct fw_
         int r = fw_build_infra(b, table, err);
         for (size_t i = 0; r >= 0 && i < p->n; i++) {
                 struct item *it = &p->v[i];
-                if (item_shard(fw, it) != shard || !item_load(fw, it))
+                if (item_shard(fw, it) != shard || !item_load(fw, it, true))
                         continue;
                 r = build_item(it, b, err);
         }
@@ -241,7 +254,8 @@ static size_t apply_one_by_one(struct fw *fw, struct plan *p, int shard, struct 
         size_t failed = 0;
         for (size_t i = 0; i < p->n; i++) {
                 struct item *it = &p->v[i];
-                if ((shard >= 0 && item_shard(fw, it) != (unsigned)shard) || !item_load(fw, it))
+                /* built from the configuration this time: an error then names the refused operation */
+                if ((shard >= 0 && item_shard(fw, it) != (unsigned)shard) || !item_load(fw, it, false))
                         continue;
                 struct na_error e = NA_ERROR_INIT;
                 if (apply_item(fw, p, it, &e) < 0) {

@@ -298,6 +298,9 @@ int fw_batch_render(const struct fw_batch *b, char **ret_text, struct na_error *
                 case FW_OP_TABLE_DEL:
                         fprintf(f, "delete table inet %s\n", nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
                         break;
+                case FW_OP_RAW:
+                        fprintf(f, "%u messages encoded earlier: %s\n", ((const struct fw_raw *)op->obj)->n, op->what);
+                        break;
                 case FW_OP_SET_DEL:
                         fprintf(f, "delete set inet %s %s\n", nftnl_set_get_str(op->obj, NFTNL_SET_TABLE),
                                 nftnl_set_get_str(op->obj, NFTNL_SET_NAME));

@@ -81,7 +81,9 @@
  * configuration from the live ruleset (fw-parse.c), not from the stored copy; the
  * stored copy (<state_dir>/firewall/<vps_id>.json, replaced atomically after the
  * kernel took the batch, fw-state.c) holds the ids' high-water mark, is what drift
- * is measured against and what reconcile re-applies at start.
+ * is measured against and what reconcile re-applies at start. Beside it, <id>.nl
+ * keeps the server's operations as sent, so the start sends them again without
+ * decoding and building (used only while they match the .json byte for byte).
  *
  * README paragraph (firewall):
  *
@@ -340,6 +342,9 @@ static int set_locked(struct fw *fw, const char *vps_id, const char *ifname, con
         struct fw_batch b;
         uint32_t next_id = 1;
         char table[FW_TABLE_NAME_MAX];
+        _cleanup_free_ struct fw_raw *raw = NULL;
+        _cleanup_na_error_ struct na_error cache_err = NA_ERROR_INIT;
+        size_t from = 0, to = 0;
         fw_own_table(fw, ifname, table);
         fw_live_init(&live);
         fw_batch_init(&b, table);
@@ -368,10 +373,18 @@ static int set_locked(struct fw *fw, const char *vps_id, const char *ifname, con
                         work.rules[i].id = next_id++;
                 }
 
-        if ((r = fw_build_infra(&b, table, err)) < 0 || (r = fw_build_server(&b, table, vps_id, &work, err)) < 0 ||
-            (r = build_unstale(fw, &b, ifname, err)) < 0 || (r = fw_nl_apply(&fw->nl, &b, err)) < 0)
+        if ((r = fw_build_infra(&b, table, err)) < 0)
                 goto out;
-        if ((r = fw_state_save(fw, vps_id, &work, next_id, err)) < 0) {
+        from = b.n;
+        if ((r = fw_build_server(&b, table, vps_id, &work, err)) < 0)
+                goto out;
+        to = b.n;
+        if ((r = build_unstale(fw, &b, ifname, err)) < 0 || (r = fw_nl_apply(&fw->nl, &b, err)) < 0)
+                goto out;
+        /* the server's operations, kept beside its configuration for the start (none: it decodes the JSON) */
+        if (fw->dir && fw_batch_encode_range(&b, from, to, &raw, &cache_err) < 0)
+                raw = NULL;
+        if ((r = fw_state_save(fw, vps_id, &work, next_id, table, raw, err)) < 0) {
                 na_error_prefix(err, "the kernel took the new rules but they could not be stored");
                 goto out;
         }

@@ -74,6 +74,8 @@ static void rm_state(const char *dir)
                 char file[600];
                 snprintf(file, sizeof(file), "%s/%s.json", path, ids[i]);
                 unlink(file);
+                snprintf(file, sizeof(file), "%s/%s.nl", path, ids[i]);
+                unlink(file);
         }
         rmdir(path);
         rmdir(dir);
@@ -901,6 +903,64 @@ static void test_migration_refused(void **state)
         proto_fw_clear(&a);
 }
 
+/* The operations kept beside a stored configuration are used only while they match it. */
+static void test_wire_cache(void **state)
+{
+        struct env *e = *state;
+        struct fw_config a, b, live, got;
+        load("basic", &a);
+        load("all-fields", &b);
+        set_ok(e->fw, VPS1, &a, &live);
+        proto_fw_clear(&live);
+        char json[512], nl[512];
+        snprintf(json, sizeof(json), "%s/firewall/%s.json", e->dir, VPS1);
+        snprintf(nl, sizeof(nl), "%s/firewall/%s.nl", e->dir, VPS1);
+        struct stat sb;
+        assert_int_equal(stat(nl, &sb), 0);
+
+        /* after a reboot: the start sends what is kept */
+        assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+        struct fw_reconcile_stats st;
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_reconcile(e->fw, NULL, &st, &err), 0);
+        _cleanup_json_ json_t *reasons = NULL;
+        assert_int_equal(drift(e->fw, VPS1, &reasons), 0);
+
+        /* the .json replaced behind its back (another configuration): the kept operations are not used */
+        struct fw_config bi;
+        with_ids(&b, 1, &bi);
+        _cleanup_json_ json_t *j = proto_fw_encode(&bi);
+        json_object_set_new(j, "nextRuleId", json_integer(100));
+        char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        assert_int_equal(na_atomic_write(json, text, strlen(text), 0600, &err), 0);
+        free(text);
+        assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+        assert_int_equal(fw_reconcile(e->fw, NULL, &st, &err), 0);
+        assert_int_equal(fw_get(e->fw, VPS1, &got, &err), 0);
+        assert_same(&got, &bi);
+        proto_fw_clear(&got);
+
+        /* kept operations that are damaged are not used either */
+        set_ok(e->fw, VPS1, &a, &live);
+        int fd = open(nl, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(pwrite(fd, "\xff\xff\xff\xff", 4, sb.st_size - 8), 4);
+        close(fd);
+        assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+        assert_int_equal(fw_reconcile(e->fw, NULL, &st, &err), 0);
+        assert_int_equal(fw_get(e->fw, VPS1, &got, &err), 0);
+        assert_same(&got, &live);
+        proto_fw_clear(&got);
+
+        /* removed with the server */
+        assert_int_equal(fw_remove(e->fw, VPS1, &err), 0);
+        assert_int_equal(stat(nl, &sb), -1);
+        proto_fw_clear(&live);
+        proto_fw_clear(&bi);
+        proto_fw_clear(&a);
+        proto_fw_clear(&b);
+}
+
 int main(void)
 {
         if (!fwt_private_netns()) {
@@ -924,6 +984,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_table_and_netns, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_migration, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_migration_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wire_cache, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
