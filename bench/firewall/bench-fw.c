@@ -150,6 +150,14 @@ static void nft_table_head(FILE *f, const char *table)
                 table);
 }
 
+/* Whether server s belongs in table t (shards 0: the one table); fills its id and tap name. */
+static bool in_table(unsigned s, unsigned shards, unsigned t, char id[37], char ifname[NA_IFNAME_LEN])
+{
+        server_id(s, id);
+        na_vps_ifname(id, ifname);
+        return !shards || fw_shard_of(ifname, shards) == t;
+}
+
 /*
  * The ruleset in nft syntax: shards > 0: the sharded layout ("nodeagent-NN", each
  * server in its shard); shards = 0: the single table "nodeagent" of the layout before.
@@ -166,9 +174,7 @@ static void nft_ruleset(FILE *f, struct fw_config *cfgs, unsigned n, bool sets, 
                 nft_table_head(f, table);
                 for (unsigned s = 0; s < n; s++) {
                         char id[37], ifname[NA_IFNAME_LEN];
-                        server_id(s, id);
-                        na_vps_ifname(id, ifname);
-                        if (shards && fw_shard_of(ifname, shards) != t)
+                        if (!in_table(s, shards, t, id, ifname))
                                 continue;
                         for (int dir = FW_INBOUND; dir <= FW_OUTBOUND; dir++) {
                                 fprintf(f, "\tchain %s-%s {\n\t\tcomment \"vps %s\"\n", ifname,
@@ -185,9 +191,7 @@ static void nft_ruleset(FILE *f, struct fw_config *cfgs, unsigned n, bool sets, 
                         bool any = false;
                         for (unsigned s = 0; s < n; s++) {
                                 char id[37], ifname[NA_IFNAME_LEN];
-                                server_id(s, id);
-                                na_vps_ifname(id, ifname);
-                                if (shards && fw_shard_of(ifname, shards) != t)
+                                if (!in_table(s, shards, t, id, ifname))
                                         continue;
                                 if (!any)
                                         fprintf(f, "add element inet %s %s {", table,

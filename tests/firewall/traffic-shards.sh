@@ -17,9 +17,8 @@
 #   traffic-shards.sh FW_TOOL
 set -eu
 tool=$1
-[ "$(id -u)" -eq 0 ] || { echo "traffic-shards: needs root"; exit 77; }
-command -v ip >/dev/null || { echo "traffic-shards: needs iproute2"; exit 77; }
-command -v nft >/dev/null || { echo "traffic-shards: needs nft"; exit 77; }
+. "$(dirname "$0")/traffic-lib.sh"
+needs traffic-shards
 
 A=6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b
 B=11111111-2222-4333-8444-555555555555
@@ -58,29 +57,12 @@ for pair in "$na:nav6f1c2a3b4c5d" "$nb:nav111111112222" "$nc:nav0a1b2c3d0000"; d
 done
 a=10.78.1.2 b=10.78.2.2 c=10.78.3.2
 
-# listening and routed yet? (bounded waits on readiness, not timed assertions)
+# listening and routed yet?
 for pair in "$na:$b" "$nb:$c" "$nc:$a"; do
 	n=${pair%%:*} dst=${pair#*:}
-	i=0
-	until [ "$(ip netns exec $n "$tool" probe-tcp $dst 22 300)" = ok ]; do
-		i=$((i + 1))
-		[ $i -lt 100 ] || { echo "traffic-shards: $dst unreachable from $n without a firewall"; exit 1; }
-		sleep 0.05
-	done
+	wait_ok $n "$dst unreachable from $n without a firewall" probe-tcp $dst 22 300
 done
 
-failures=0
-check() { # check WANT NETNS probe-tcp|probe-udp ARGS...
-	want=$1 ns=$2
-	shift 2
-	got=$(ip netns exec "$ns" "$tool" "$@")
-	if [ "$got" = "$want" ]; then
-		echo "ok   $ns $* -> $got"
-	else
-		echo "FAIL $ns $* -> $got (wanted $want)"
-		failures=$((failures + 1))
-	fi
-}
 apply() { # apply VPS JSON: the library inside the router's namespace
 	printf '%s\n' "$2" >"$work/cfg.json"
 	ip netns exec $r "$tool" -s "$work/state" set "$1" "$work/cfg.json" >/dev/null || { echo "traffic-shards: set $1 failed"; exit 1; }
