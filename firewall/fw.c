@@ -214,8 +214,12 @@ int fw_open(const struct fw_options *opt, struct fw **ret, struct na_error *err)
                 }
         }
         int r = fw_nl_open(&fw->nl, opt ? opt->netns_fd : -1, err);
-        if (r >= 0 && (r = fw_find_stale(fw, err)) < 0)
-                fw_nl_close(&fw->nl);
+        if (r >= 0) {
+                /* tables of an earlier layout: unreadable now, fw_reconcile looks again (and says why) */
+                struct na_error e = NA_ERROR_INIT;
+                (void)fw_find_stale(fw, &e);
+                na_error_clear(&e);
+        }
         if (r < 0) {
                 free(fw->dir);
                 return r;
