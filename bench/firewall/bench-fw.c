@@ -9,7 +9,7 @@
  *     in a fresh namespace: the agent's start (one batch per shard table);
  *  3. the limit of 2: the same shard batches, built and encoded beforehand, only
  *     committed (the kernel's own time), in another fresh namespace; 2 and 3 run
- *     K times in turn (default 3) and the best of each is compared;
+ *     K times in turn (default 5, at most 9) and the best of each is compared;
  *  4. the same ruleset written in nft syntax and applied with `nft -f`, in fresh
  *     namespaces, in the same run: the peer;
  *  5. the migration from the single-table layout before shards (loaded with nft -f,
@@ -239,12 +239,12 @@ static void remove_tree(const char *dir)
  * the end: tearing a namespace with thousands of rules down runs in a kernel worker
  * and would compete with the next measurement for the CPUs.
  */
-static int kept_ns[16];
+static int kept_ns[32];
 static int n_kept_ns;
 
 static int fresh_netns(void)
 {
-        if (n_kept_ns < 16)
+        if (n_kept_ns < 32)
                 kept_ns[n_kept_ns++] = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
         return unshare(CLONE_NEWNET);
 }
@@ -313,7 +313,7 @@ static struct stats summarize(double *v, unsigned n)
 
 int main(int argc, char **argv)
 {
-        unsigned n = 1000, nrules = 10, changes = 200, shards = FW_DEFAULT_SHARDS, rounds = 3;
+        unsigned n = 1000, nrules = 10, changes = 200, shards = FW_DEFAULT_SHARDS, rounds = 5;
         char nft_default[] = "nft", *nft_path = nft_default;
         static const struct option opts[] = { { "servers", required_argument, NULL, 's' },
                                                { "rules", required_argument, NULL, 'r' },
@@ -339,7 +339,7 @@ int main(int argc, char **argv)
                         return 2;
         }
         if (n == 0 || nrules == 0 || nrules > FW_RULES_MAX || shards == 0 || shards > FW_SHARDS_MAX || rounds == 0 ||
-            rounds > 5)
+            rounds > 9)
                 return 2;
         if (unshare(CLONE_NEWNET) < 0) {
                 perror("bench-fw: unshare(CLONE_NEWNET) (needs root)");
