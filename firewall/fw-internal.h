@@ -2,7 +2,9 @@
  * Inside the firewall library: the batch (an ordered list of nf_tables operations
  * over libnftnl objects), how a configuration becomes one (fw-build.c), how kernel
  * rules become a configuration again (fw-parse.c), the text rendering of a batch
- * (fw-render.c) and the netlink side (fw-netlink.c). See fw.c for the design.
+ * (fw-render.c), the netlink side (fw-netlink.c) and the shard tables' names. The
+ * handle, the stored configurations and the start are in fw-handle.h (fw-state.c,
+ * fw-reconcile.c). See fw.c for the design.
  */
 #pragma once
 
