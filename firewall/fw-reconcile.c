@@ -385,7 +385,8 @@ static void *builder(void *arg)
                         j->r = fw_batch_serialize(&j->b, j->seq, &j->wire, &j->len, &j->err);
                 job_signal(pl, &j->ready);
         }
-        for (unsigned s = 0; s < built; s++) {
+        /* the last one is freed after the join: the committer does not wait for this thread to wake up */
+        for (unsigned s = 0; s + 1 < built; s++) {
                 job_wait(pl, &pl->jobs[s].sent);
                 job_free(&pl->jobs[s]);
         }
