@@ -586,9 +586,13 @@ int main(int argc, char **argv)
         struct stats ls[4] = { 0 };
         for (int k = 0; changes && k < 4; k++)
                 ls[k] = summarize(lat[k], changes);
-        for (int k = 0; changes && k < 3; k++)
+        for (int k = 0; changes && k < 3; k++) {
+                char note[64] = "";
+                if (k == 0)
+                        snprintf(note, sizeof(note), " (%u shards; target: median <= 1 ms)", shards);
                 printf("  %-34s median %.3f ms, p99 %.3f ms, mean %.3f ms%s\n", what[k], ls[k].median, ls[k].p99,
-                       ls[k].mean, k == 0 ? " (target: median <= 1 ms)" : "");
+                       ls[k].mean, note);
+        }
         if (changes)
                 printf("  the same batch, every server in one table (the layout before shards, in turn with the first "
                        "line): median %.3f ms, p99 %.3f ms (%.1fx the sharded median)\n",
