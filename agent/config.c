@@ -91,6 +91,7 @@ static const struct key_def keys[] = {
 
         { "firewall", "enabled", K_BOOL, OFF(fw_enabled), false, "true", 0, 0 },
         { "firewall", "table", K_STRING, OFF(fw_table), false, "nodeagent", 0, 0 },
+        { "firewall", "shards", K_UINT, OFF(fw_shards), false, "16", 1, 64 },
 
         { "metrics", "interval_sec", K_UINT, OFF(metrics_interval_sec), false, "10", 1, 3600 },
         { "metrics", "prometheus_listen", K_LISTEN, OFF(prometheus_listen), false, NULL, 0, 0 },

@@ -29,6 +29,7 @@ struct item {
         char table[FW_TABLE_NAME_MAX];   /* where the operations go */
         bool apply;                      /* else remove */
         bool carried;                    /* cfg read from an old table, not stored */
+        bool leave;                      /* remove: the server only leaves this table for its own */
         bool loaded;                     /* cfg holds the stored configuration */
         bool done, failed;
         struct fw_config cfg;
@@ -39,6 +40,7 @@ struct item {
 struct plan {
         struct item *v;
         size_t n;
+        bool misplaced;                  /* chains in a current table not their server's (the count changed) */
         char **chains, **chain_tables;   /* every inet chain and its table */
         size_t n_chains;
 };
@@ -76,10 +78,11 @@ static const char *ifname_id(const char *const *known, const char *ifname)
         return NULL;
 }
 
+/* Whether the plan has an item for ifname in table (NULL: an item that applies it, anywhere). */
 static bool plan_has(const struct plan *p, const char *ifname, const char *table)
 {
         for (size_t i = 0; i < p->n; i++)
-                if (streq(p->v[i].ifname, ifname) && (!table || streq(p->v[i].table, table)))
+                if (streq(p->v[i].ifname, ifname) && (table ? streq(p->v[i].table, table) : p->v[i].apply))
                         return true;
         return false;
 }
@@ -131,8 +134,25 @@ static int make_plan(struct fw *fw, const char *const *known, struct plan *p, st
                 if (!fw_chain_parse(p->chains[i], ifname, &dir))
                         continue;
                 const char *id = ifname_id(known, ifname);
-                if (fw_table_stale(fw, table)) {
-                        /* the old layout's chains of a server without a stored configuration: carried over */
+                bool stale = fw_table_stale(fw, table), current = table_current(fw, table);
+                char own[FW_TABLE_NAME_MAX];
+                fw_own_table(fw, ifname, own);
+                if (!stale && !current)
+                        continue; /* not ours */
+                if (current && !streq(table, own) && !plan_has(p, ifname, table)) {
+                        /* a table of the current layout, not this server's (the count changed): it leaves it */
+                        struct item *it = plan_add(p, err);
+                        if (!it) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        it->leave = true;
+                        snprintf(it->ifname, sizeof(it->ifname), "%s", ifname);
+                        snprintf(it->table, sizeof(it->table), "%s", table);
+                        p->misplaced = true;
+                }
+                if (stale || !streq(table, own)) {
+                        /* a server without a stored configuration in the wrong table: carried over to its own */
                         if (plan_has(p, ifname, NULL) || (known && !id))
                                 continue;
                         struct item *it = plan_add(p, err);
@@ -143,7 +163,7 @@ static int make_plan(struct fw *fw, const char *const *known, struct plan *p, st
                         it->apply = it->carried = true;
                         snprintf(it->vps_id, sizeof(it->vps_id), "%s", id ? id : "");
                         snprintf(it->ifname, sizeof(it->ifname), "%s", ifname);
-                        fw_own_table(fw, ifname, it->table);
+                        snprintf(it->table, sizeof(it->table), "%s", own);
                         struct fw_live live;
                         r = fw_read_live(fw, table, ifname, true, 0, &live, err);
                         if (r >= 0) {
@@ -155,7 +175,7 @@ static int make_plan(struct fw *fw, const char *const *known, struct plan *p, st
                                 na_error_prefix(err, "interface %s in table %s", ifname, table);
                         continue;
                 }
-                if (!table_current(fw, table) || plan_has(p, ifname, table))
+                if (plan_has(p, ifname, table))
                         continue;
                 if (!known || id)
                         continue; /* a server we know, without a stored configuration: left as it is */
@@ -232,12 +252,14 @@ static int apply_item(struct fw *fw, struct plan *p, struct item *it, struct na_
         int r = fw_build_infra(&b, it->table, err);
         if (r >= 0)
                 r = build_item(it, &b, err);
-        for (size_t i = 0; r >= 0 && i < p->n_chains; i++) {
+        /* an applied server leaves every other table of ours that holds it, in the same commit */
+        for (size_t i = 0; r >= 0 && it->apply && i < p->n_chains; i++) {
                 char ifname[NA_IFNAME_LEN];
                 enum fw_direction dir;
-                if (fw_table_stale(fw, p->chain_tables[i]) && fw_chain_parse(p->chains[i], ifname, &dir) &&
-                    dir == FW_INBOUND && streq(ifname, it->ifname))
-                        r = fw_build_remove(&b, p->chain_tables[i], ifname, err);
+                const char *t = p->chain_tables[i];
+                if ((fw_table_stale(fw, t) || table_current(fw, t)) && !streq(t, it->table) &&
+                    fw_chain_parse(p->chains[i], ifname, &dir) && dir == FW_INBOUND && streq(ifname, it->ifname))
+                        r = fw_build_remove(&b, t, ifname, err);
         }
         if (r >= 0)
                 r = fw_nl_apply(&fw->nl, &b, err);
@@ -469,7 +491,7 @@ static int reconcile_locked(struct fw *fw, const char *const *known, struct fw_r
         if (r < 0)
                 goto out;
 
-        if (fw->n_stale) {
+        if (fw->n_stale || p.misplaced) {
                 failed = migrate(fw, &p, &first);
                 if (!failed) {
                         fw_strv_free(fw->stale, fw->n_stale);
@@ -492,7 +514,7 @@ static int reconcile_locked(struct fw *fw, const char *const *known, struct fw_r
                                 first_unreadable = &it->unreadable;
                         continue;
                 }
-                if (!it->done)
+                if (!it->done || it->leave)
                         continue;
                 if (it->apply)
                         st->applied++;

@@ -842,6 +842,33 @@ static void test_migration(void **state)
         before = genid();
         assert_int_equal(fw_reconcile(fw, known, &st, &err), 0);
         assert_int_equal(genid(), before + 4);
+
+        /* 5 shards: tables 00..03 stay, but VPS1 (stored) and VPS4 (carried) belong elsewhere now: one batch */
+        fw_close(fw);
+        opt.shards = 5;
+        assert_int_equal(fw_open(&opt, &fw, &err), 0);
+        before = genid();
+        assert_int_equal(fw_reconcile(fw, known, &st, &err), 0);
+        assert_int_equal(genid(), before + 1);
+        assert_int_equal(st.applied, 2);
+        assert_int_equal(st.removed, 0);
+        assert_int_equal(fwt_nft(&out, "list table inet nodeagent-02"), 0); /* theirs with 4 shards */
+        assert_null(strstr(out, IF1));
+        assert_null(strstr(out, IF4));
+        free(out);
+        assert_int_equal(fwt_nft(&out, "list chain inet nodeagent-00 " IF1 "-in"), 0); /* FNV-1a % 5 */
+        free(out);
+        json_decref(reasons);
+        reasons = NULL;
+        assert_int_equal(drift(fw, VPS1, &reasons), 0);
+        assert_int_equal(fw_get(fw, VPS4, &got, &err), 0);
+        assert_int_equal(got.n_rules, 1);
+        assert_int_equal(got.rules[0].port.v[0], 4444);
+        proto_fw_clear(&got);
+        char path[512];
+        struct stat sb;
+        snprintf(path, sizeof(path), "%s/firewall/%s.json", e->dir, VPS1);
+        assert_int_equal(stat(path, &sb), 0); /* moved, not removed */
         fw_close(fw);
         proto_fw_clear(&a);
 }
