@@ -13,6 +13,7 @@
 #include "agent/log.h"
 #include "common/fileio.h"
 #include "common/uuid.h"
+#include "firewall/fw.h"
 
 enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN, K_BACKOFF,
                 K_LISTEN_ANY /* ADDRESS:PORT on any address; empty: off */,
@@ -90,6 +91,7 @@ static const struct key_def keys[] = {
 
         { "firewall", "enabled", K_BOOL, OFF(fw_enabled), false, "true", 0, 0 },
         { "firewall", "table", K_STRING, OFF(fw_table), false, "nodeagent", 0, 0 },
+        { "firewall", "shards", K_UINT, OFF(fw_shards), false, "16", 1, 64 },
 
         { "metrics", "interval_sec", K_UINT, OFF(metrics_interval_sec), false, "10", 1, 3600 },
         { "metrics", "prometheus_listen", K_LISTEN, OFF(prometheus_listen), false, NULL, 0, 0 },
@@ -600,8 +602,9 @@ int config_parse(const char *path, const char *data, size_t len, FILE *report, u
                         ok &= isalnum((unsigned char)*p) || *p == '_' || *p == '-';
                 if (!ok)
                         PROBLEM(seen_line[at], "nft_table", "must be 1..32 letters, digits, '_' or '-'");
-                else if (cfg->fw_table && strcmp(cfg->fw_table, cfg->apps_nft_table) == 0)
-                        PROBLEM(seen_line[at], "nft_table", "must differ from [firewall] table");
+                else if (cfg->fw_table && fw_table_is_ours(cfg->fw_table, cfg->apps_nft_table))
+                        PROBLEM(seen_line[at], "nft_table",
+                                "must differ from [firewall] table and its shard tables (<table>-00 ...)");
         }
 
         *ret = TAKE_PTR(cfg);

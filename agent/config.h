@@ -79,6 +79,7 @@ struct agent_config {
         /* [firewall] */
         bool fw_enabled;
         char *fw_table;
+        int64_t fw_shards; /* tables the servers' firewalls are spread over (docs/firewall.md) */
 
         /* [metrics] */
         int64_t metrics_interval_sec;

@@ -303,9 +303,10 @@ static int open_firewall(struct agent_services *s, struct na_error *err)
         const struct agent_config *cfg = s->config;
         if (!cfg->fw_enabled)
                 return 0;
-        struct fw_options o = { .table = cfg->fw_table, .state_dir = cfg->state_dir, .netns_fd = -1 };
+        struct fw_options o = { .table = cfg->fw_table, .shards = (unsigned)cfg->fw_shards, .state_dir = cfg->state_dir,
+                                .netns_fd = -1 };
         int r = fw_open(&o, &s->fw, err);
-        return r < 0 ? na_error_prefix(err, "firewall (table inet %s)", cfg->fw_table) : 0;
+        return r < 0 ? na_error_prefix(err, "firewall (tables inet %s-NN)", cfg->fw_table) : 0;
 }
 
 int services_open(struct agent_services *s, struct na_error *err)

@@ -40,6 +40,28 @@ bool fw_chain_parse(const char *name, char ifname[NA_IFNAME_LEN], enum fw_direct
         return true;
 }
 
+unsigned fw_shard_of(const char *ifname, unsigned shards)
+{
+        uint32_t h = 2166136261u; /* FNV-1a: stable across builds and machines, cheap to redo by hand */
+        for (const unsigned char *p = (const unsigned char *)ifname; *p; p++)
+                h = (h ^ *p) * 16777619u;
+        return shards > 1 ? h % shards : 0;
+}
+
+void fw_shard_table(const char *prefix, unsigned shard, char buf[FW_TABLE_NAME_MAX])
+{
+        snprintf(buf, FW_TABLE_NAME_MAX, "%.*s-%02u", FW_PREFIX_MAX, prefix, shard % 100);
+}
+
+bool fw_shard_parse(const char *prefix, const char *table, unsigned *shard)
+{
+        size_t n = strlen(prefix);
+        if (!fw_table_is_ours(prefix, table) || !table[n])
+                return false;
+        *shard = (unsigned)(table[n + 1] - '0') * 10 + (unsigned)(table[n + 2] - '0');
+        return true;
+}
+
 size_t fw_comment_head_len(const char *comment)
 {
         size_t len = strlen(comment);
@@ -75,6 +97,9 @@ static void op_free(enum fw_op_kind kind, void *obj)
         case FW_OP_CHAIN_FLUSH:
         case FW_OP_RULE_ADD:
                 nftnl_rule_free(obj);
+                break;
+        case FW_OP_RAW:
+                free(obj);
                 break;
         }
 }
@@ -178,6 +203,7 @@ static void op_message(const struct fw_op *op, char *at, uint32_t seq, uint16_t 
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELSET, NFPROTO_INET, ack, seq);
                 nftnl_set_nlmsg_build_payload(nlh, op->obj);
                 break;
+        case FW_OP_RAW: /* copied by the caller */
         case FW_OP_RULE_ADD:
         default:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWRULE, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | NLM_F_APPEND | ack),
@@ -185,6 +211,58 @@ static void op_message(const struct fw_op *op, char *at, uint32_t seq, uint16_t 
                 nftnl_rule_nlmsg_build_payload(nlh, op->obj);
                 break;
         }
+}
+
+/* Copy raw messages to at, numbered from *seq; the last one asks for an ack when last is set. */
+static void raw_copy(const struct fw_raw *raw, char *at, uint32_t *seq, bool last)
+{
+        memcpy(at, raw->data, raw->len);
+        size_t off = 0;
+        for (uint32_t i = 0; i < raw->n; i++) {
+                struct nlmsghdr *nlh = (struct nlmsghdr *)(void *)(at + off);
+                nlh->nlmsg_seq = (*seq)++;
+                nlh->nlmsg_flags = (uint16_t)(nlh->nlmsg_flags & ~NLM_F_ACK);
+                if (last && i + 1 == raw->n)
+                        nlh->nlmsg_flags |= NLM_F_ACK;
+                off += NLMSG_ALIGN(nlh->nlmsg_len);
+        }
+}
+
+/* Room for a raw operation: its own length beyond the usual headroom. */
+static int reserve_raw(char **buf, size_t *cap, size_t used, size_t len, struct na_error *err)
+{
+        while (*cap - used < len + MSG_HEADROOM) {
+                int r = reserve(buf, cap, *cap, err); /* grows by doubling */
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ops [from, to) without begin and end; ack on the last when ack_last. */
+static int encode_ops(const struct fw_batch *b, size_t from, size_t to, uint32_t *seq, bool ack_last, char **buf,
+                      size_t *cap, size_t *len, struct na_error *err)
+{
+        for (size_t i = from; i < to; i++) {
+                const struct fw_op *op = &b->ops[i];
+                bool last = ack_last && i + 1 == to;
+                int r = op->kind == FW_OP_RAW ? reserve_raw(buf, cap, *len, ((struct fw_raw *)op->obj)->len, err)
+                                              : reserve(buf, cap, *len, err);
+                if (r < 0)
+                        return r;
+                if (op->kind == FW_OP_RAW) {
+                        raw_copy(op->obj, *buf + *len, seq, last);
+                        *len += ((struct fw_raw *)op->obj)->len;
+                        continue;
+                }
+                /* the last operation asks for an ack: the positive answer that the batch was committed */
+                op_message(op, *buf + *len, (*seq)++, last ? NLM_F_ACK : 0);
+                struct nlmsghdr *nlh = (struct nlmsghdr *)(void *)(*buf + *len);
+                if (nlh->nlmsg_len > MSG_HEADROOM)
+                        return na_error_set(err, EMSGSIZE, NA_E_INTERNAL, "firewall: %s: message too large", op->what);
+                *len += NLMSG_ALIGN(nlh->nlmsg_len);
+        }
+        return 0;
 }
 
 int fw_batch_serialize(const struct fw_batch *b, uint32_t seq, char **ret_buf, size_t *ret_len, struct na_error *err)
@@ -196,18 +274,8 @@ int fw_batch_serialize(const struct fw_batch *b, uint32_t seq, char **ret_buf, s
                 return r;
         struct nlmsghdr *nlh = nftnl_batch_begin(buf, seq++);
         len += NLMSG_ALIGN(nlh->nlmsg_len);
-        for (size_t i = 0; i < b->n; i++) {
-                r = reserve(&buf, &cap, len, err);
-                if (r < 0)
-                        return r;
-                /* the last operation asks for an ack: the positive answer that the batch was committed */
-                op_message(&b->ops[i], buf + len, seq++, i + 1 == b->n ? NLM_F_ACK : 0);
-                nlh = (struct nlmsghdr *)(void *)(buf + len);
-                if (nlh->nlmsg_len > MSG_HEADROOM)
-                        return na_error_set(err, EMSGSIZE, NA_E_INTERNAL, "firewall: %s: message too large",
-                                            b->ops[i].what);
-                len += NLMSG_ALIGN(nlh->nlmsg_len);
-        }
+        if ((r = encode_ops(b, 0, b->n, &seq, true, &buf, &cap, &len, err)) < 0)
+                return r;
         r = reserve(&buf, &cap, len, err);
         if (r < 0)
                 return r;
@@ -216,4 +284,43 @@ int fw_batch_serialize(const struct fw_batch *b, uint32_t seq, char **ret_buf, s
         *ret_len = len;
         *ret_buf = TAKE_PTR(buf);
         return 0;
+}
+
+int fw_batch_encode_range(const struct fw_batch *b, size_t from, size_t to, struct fw_raw **ret,
+                          struct na_error *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t cap = 0, len = 0;
+        uint32_t seq = 0;
+        int r = encode_ops(b, from, to, &seq, false, &buf, &cap, &len, err);
+        if (r < 0)
+                return r;
+        struct fw_raw *raw = malloc(sizeof(*raw) + len);
+        if (!raw)
+                return na_error_sys(err, ENOMEM, "firewall: encode");
+        raw->len = len;
+        raw->n = seq;
+        if (len)
+                memcpy(raw->data, buf, len);
+        *ret = raw;
+        return 0;
+}
+
+size_t fw_batch_messages(const struct fw_batch *b)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < b->n; i++)
+                n += b->ops[i].kind == FW_OP_RAW ? ((const struct fw_raw *)b->ops[i].obj)->n : 1;
+        return n;
+}
+
+const char *fw_batch_what(const struct fw_batch *b, size_t i)
+{
+        for (size_t k = 0; k < b->n; k++) {
+                size_t n = b->ops[k].kind == FW_OP_RAW ? ((const struct fw_raw *)b->ops[k].obj)->n : 1;
+                if (i < n)
+                        return b->ops[k].what;
+                i -= n;
+        }
+        return "the batch";
 }

@@ -123,17 +123,40 @@ static int add_base_chain(struct fw_batch *b, const char *name, int prio, const 
         return fw_batch_add(b, FW_OP_RULE_ADD, rb.r, err, "chain %s: dispatch rule", name);
 }
 
-int fw_build_infra(struct fw_batch *b, struct na_error *err)
+static void use_table(struct fw_batch *b, const char *table)
+{
+        if (b->table != table)
+                snprintf(b->table, sizeof(b->table), "%s", table);
+}
+
+static struct nftnl_table *table_new(const char *name, bool comment)
 {
         struct nftnl_table *t = nftnl_table_alloc();
-        if (t) {
-                nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
-                if (nftnl_table_set_str(t, NFTNL_TABLE_NAME, b->table) < 0) {
-                        nftnl_table_free(t);
-                        t = NULL;
-                }
+        if (!t)
+                return NULL;
+        nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
+        _cleanup_(nftnl_udata_buf_freep) struct nftnl_udata_buf *u = comment ? nftnl_udata_buf_alloc(128) : NULL;
+        if (nftnl_table_set_str(t, NFTNL_TABLE_NAME, name) < 0 ||
+            (comment && (!u || !nftnl_udata_put_strz(u, NFTNL_UDATA_TABLE_COMMENT,
+                                                     "nodeagent firewall: the servers whose tap name hashes to this shard (FNV-1a)") ||
+                         nftnl_table_set_data(t, NFTNL_TABLE_USERDATA, nftnl_udata_buf_data(u),
+                                              nftnl_udata_buf_len(u)) < 0))) {
+                nftnl_table_free(t);
+                return NULL;
         }
-        int r = fw_batch_add(b, FW_OP_TABLE_ADD, t, err, "table inet %s", b->table);
+        return t;
+}
+
+int fw_build_drop_table(struct fw_batch *b, const char *table, struct na_error *err)
+{
+        use_table(b, table);
+        return fw_batch_add(b, FW_OP_TABLE_DEL, table_new(table, false), err, "deletion of table inet %s", table);
+}
+
+int fw_build_infra(struct fw_batch *b, const char *table, struct na_error *err)
+{
+        use_table(b, table);
+        int r = fw_batch_add(b, FW_OP_TABLE_ADD, table_new(table, true), err, "table inet %s", b->table);
         if (r < 0)
                 return r;
         if ((r = add_map(b, FW_MAP_OUT, err)) < 0 || (r = add_map(b, FW_MAP_IN, err)) < 0)
@@ -329,11 +352,19 @@ static int add_server_chains(struct fw_batch *b, const char *ifname, const char 
         return 0;
 }
 
-int fw_build_server(struct fw_batch *b, const char *vps_id, const struct fw_config *cfg, struct na_error *err)
+int fw_build_server(struct fw_batch *b, const char *table, const char *vps_id, const struct fw_config *cfg,
+                    struct na_error *err)
 {
         char ifname[NA_IFNAME_LEN];
         if (na_vps_ifname(vps_id, ifname) < 0)
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "firewall: %s is not a server id", vps_id);
+        return fw_build_server_if(b, table, ifname, vps_id, cfg, err);
+}
+
+int fw_build_server_if(struct fw_batch *b, const char *table, const char *ifname, const char *vps_id,
+                       const struct fw_config *cfg, struct na_error *err)
+{
+        use_table(b, table);
         if (cfg->n_rules > FW_RULES_MAX)
                 return na_error_set(err, E2BIG, NA_E_INTERNAL, "firewall: %zu rules", cfg->n_rules);
         int r = add_server_chains(b, ifname, vps_id, err);
@@ -351,9 +382,10 @@ int fw_build_server(struct fw_batch *b, const char *vps_id, const struct fw_conf
         return add_elems(b, ifname, cfg->enabled, err);
 }
 
-int fw_build_remove(struct fw_batch *b, const char *ifname, struct na_error *err)
+int fw_build_remove(struct fw_batch *b, const char *table, const char *ifname, struct na_error *err)
 {
         char name[FW_NAME_MAX];
+        use_table(b, table);
         int r = add_server_chains(b, ifname, NULL, err);
         if (r < 0)
                 return r;

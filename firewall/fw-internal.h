@@ -2,7 +2,9 @@
  * Inside the firewall library: the batch (an ordered list of nf_tables operations
  * over libnftnl objects), how a configuration becomes one (fw-build.c), how kernel
  * rules become a configuration again (fw-parse.c), the text rendering of a batch
- * (fw-render.c) and the netlink side (fw-netlink.c). See fw.c for the design.
+ * (fw-render.c), the netlink side (fw-netlink.c) and the shard tables' names. The
+ * handle, the stored configurations and the start are in fw-handle.h (fw-state.c,
+ * fw-reconcile.c). See fw.c for the design.
  */
 #pragma once
 
@@ -13,12 +15,13 @@
 
 #include "common/error.h"
 #include "common/names.h"
+#include "firewall/fw.h"
 #include "proto/firewall.h"
 
 struct nftnl_rule;
 struct mnl_socket;
 
-/* ---- names in the agent's table ---- */
+/* ---- names in the agent's tables ---- */
 
 #define FW_BASE_OUT "vps-out"         /* base chain, hook forward, priority filter */
 #define FW_BASE_IN "vps-in"           /* base chain, hook forward, priority filter + 10 */
@@ -27,7 +30,19 @@ struct mnl_socket;
 #define FW_PRIO_OUT 0
 #define FW_PRIO_IN 10
 #define FW_NAME_MAX 64                /* our chain names stay well below this */
-#define FW_TABLE_NAME_MAX 33          /* [firewall] table: 1..32 characters */
+#define FW_PREFIX_MAX 32              /* [firewall] table (the shard tables' prefix): 1..32 characters */
+
+/*
+ * Shards (fw.c says why): a server's chains and map elements live in table
+ * "<prefix>-NN", NN = fw_shard_of(its tap name) in two decimal digits.
+ */
+#define FW_SHARDS_MAX 64
+/* The shard of a tap name: FNV-1a of the name, modulo shards (1..FW_SHARDS_MAX). */
+unsigned fw_shard_of(const char *ifname, unsigned shards);
+/* "<prefix>-NN" */
+void fw_shard_table(const char *prefix, unsigned shard, char buf[FW_TABLE_NAME_MAX]);
+/* Whether table is "<prefix>-NN" (two digits): fills *shard. */
+bool fw_shard_parse(const char *prefix, const char *table, unsigned *shard);
 
 /* "<ifname>-in" / "<ifname>-out" */
 void fw_chain_name(const char *ifname, enum fw_direction dir, char buf[FW_NAME_MAX]);
@@ -77,6 +92,7 @@ enum fw_op_kind {
         FW_OP_RULE_ADD,
         FW_OP_TABLE_DEL, /* obj: nftnl_table */
         FW_OP_SET_DEL,   /* obj: nftnl_set */
+        FW_OP_RAW,       /* obj: struct fw_raw, messages encoded earlier (fw_batch_encode_range) */
 };
 
 struct fw_op {
@@ -102,6 +118,25 @@ int fw_batch_serialize(const struct fw_batch *b, uint32_t seq, char **ret_buf, s
 /* A stable text of the batch (one operation per line, expressions indented). */
 int fw_batch_render(const struct fw_batch *b, char **ret_text, struct na_error *err);
 
+/*
+ * Operations already encoded: n nfnetlink messages back to back, as
+ * fw_batch_encode_range wrote them. Serializing a batch renumbers them and sets the
+ * ack flag where it belongs, so they can be kept and sent again later (fw-state.c
+ * keeps each server's with its stored configuration, for the start).
+ */
+struct fw_raw {
+        size_t len;
+        uint32_t n;
+        char data[];
+};
+/* Encode operations [from, to) of b as a struct fw_raw (malloc'ed). */
+int fw_batch_encode_range(const struct fw_batch *b, size_t from, size_t to, struct fw_raw **ret,
+                          struct na_error *err);
+/* Messages a batch sends between begin and end (an FW_OP_RAW counts its messages). */
+size_t fw_batch_messages(const struct fw_batch *b);
+/* What the i-th message of a batch is about, for error messages. */
+const char *fw_batch_what(const struct fw_batch *b, size_t i);
+
 /* ---- what a server has in the kernel ---- */
 
 struct fw_live {
@@ -117,12 +152,25 @@ void fw_live_clear(struct fw_live *l);
 
 /* ---- building ---- */
 
+/*
+ * Each builder first makes table the batch's current table (b->table): the
+ * operations it adds are about that table.
+ */
 /* The table, the two dispatch maps and the two base chains with their rules. */
-int fw_build_infra(struct fw_batch *b, struct na_error *err);
-/* One server's chains, rules, policies and dispatch elements, replacing what it had. Rules must have ids. */
-int fw_build_server(struct fw_batch *b, const char *vps_id, const struct fw_config *cfg, struct na_error *err);
+int fw_build_infra(struct fw_batch *b, const char *table, struct na_error *err);
+/*
+ * One server's chains, rules, policies and dispatch elements, replacing what it had.
+ * Rules must have ids. vps_id names the tap (na_vps_ifname) and goes into the chains'
+ * comment; fw_build_server_if takes the tap name and an optional id instead.
+ */
+int fw_build_server(struct fw_batch *b, const char *table, const char *vps_id, const struct fw_config *cfg,
+                    struct na_error *err);
+int fw_build_server_if(struct fw_batch *b, const char *table, const char *ifname, const char *vps_id,
+                       const struct fw_config *cfg, struct na_error *err);
 /* Remove a server: dispatch elements and chains. */
-int fw_build_remove(struct fw_batch *b, const char *ifname, struct na_error *err);
+int fw_build_remove(struct fw_batch *b, const char *table, const char *ifname, struct na_error *err);
+/* Delete a whole table with everything in it (a table of an earlier layout). */
+int fw_build_drop_table(struct fw_batch *b, const char *table, struct na_error *err);
 
 /* ---- parsing ---- */
 
@@ -158,6 +206,9 @@ int fw_nl_open(struct fw_nl *nl, int netns_fd, struct na_error *err);
 void fw_nl_close(struct fw_nl *nl);
 /* Send a batch; 0 when the kernel committed it, else err names the refused operation. */
 int fw_nl_apply(struct fw_nl *nl, const struct fw_batch *b, struct na_error *err);
+/* fw_nl_apply of a batch already serialized (fw_batch_serialize from seq): buf, len. */
+int fw_nl_send(struct fw_nl *nl, const struct fw_batch *b, const char *buf, size_t len, uint32_t seq,
+               struct na_error *err);
 
 struct fw_rule_list {
         struct nftnl_rule **v;
@@ -177,6 +228,12 @@ struct fw_nl_fetch_ctx {
         const char *table;
 };
 void fw_nl_fetch(struct fw_nl_fetch_ctx *ctx, struct fw_fetch *out);
-/* Names of every chain of the table; -ENOENT when there is no table. */
-int fw_nl_chain_names(struct fw_nl *nl, const char *table, char ***ret, size_t *ret_n, struct na_error *err);
+/*
+ * Names of every chain of the table (NULL: of every inet table), and of the table
+ * each is in (*ret_tables, optional); -ENOENT when there is no such table.
+ */
+int fw_nl_chain_names(struct fw_nl *nl, const char *table, char ***ret, char ***ret_tables, size_t *ret_n,
+                      struct na_error *err);
+/* Names of every inet table. */
+int fw_nl_table_names(struct fw_nl *nl, char ***ret, size_t *ret_n, struct na_error *err);
 void fw_strv_free(char **v, size_t n);

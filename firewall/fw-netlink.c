@@ -16,6 +16,7 @@
 #include <libnftnl/common.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
+#include <libnftnl/table.h>
 #include <libnftnl/udata.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
@@ -147,11 +148,20 @@ int fw_nl_apply(struct fw_nl *nl, const struct fw_batch *b, struct na_error *err
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
         uint32_t seq = nl->seq;
-        nl->seq += (uint32_t)b->n + 2;
+        nl->seq += (uint32_t)fw_batch_messages(b) + 2;
         int r = fw_batch_serialize(b, seq, &buf, &len, err);
         if (r < 0)
                 return r;
-        if ((r = ensure_sndbuf(nl, len, err)) < 0)
+        return fw_nl_send(nl, b, buf, len, seq, err);
+}
+
+int fw_nl_send(struct fw_nl *nl, const struct fw_batch *b, const char *buf, size_t len, uint32_t seq,
+               struct na_error *err)
+{
+        if (b->n == 0)
+                return 0;
+        int r = ensure_sndbuf(nl, len, err);
+        if (r < 0)
                 return r;
         drain(nl);
 
@@ -159,11 +169,11 @@ int fw_nl_apply(struct fw_nl *nl, const struct fw_batch *b, struct na_error *err
         int fd = mnl_socket_get_fd(nl->sock);
         ssize_t sent = RETRY_EINTR(sendto(fd, buf, len, 0, (struct sockaddr *)&kernel, sizeof(kernel)));
         if (sent < 0)
-                return na_error_sys(err, errno, "firewall: send batch of %zu operations", b->n);
+                return na_error_sys(err, errno, "firewall: send batch of %zu operations", fw_batch_messages(b));
         if ((size_t)sent != len)
                 return na_error_set(err, EIO, NA_E_DRIVER, "firewall: short send of a batch (%zd of %zu bytes)", sent, len);
 
-        struct ack_state st = { .first_seq = seq + 1, .last_seq = seq + (uint32_t)b->n };
+        struct ack_state st = { .first_seq = seq + 1, .last_seq = seq + (uint32_t)fw_batch_messages(b) };
         _cleanup_free_ char *rbuf = malloc(RECV_SIZE);
         if (!rbuf)
                 return na_error_sys(err, ENOMEM, "firewall: receive buffer");
@@ -187,7 +197,7 @@ int fw_nl_apply(struct fw_nl *nl, const struct fw_batch *b, struct na_error *err
         if (st.err_seq) {
                 const char *what = "the batch";
                 if (st.err_seq >= st.first_seq && st.err_seq <= st.last_seq)
-                        what = b->ops[st.err_seq - st.first_seq].what;
+                        what = fw_batch_what(b, st.err_seq - st.first_seq);
                 char reason[384];
                 snprintf(reason, sizeof(reason), "the kernel refused %s: %s%s%s", what, strerror(st.err_errno),
                          st.err_msg[0] ? ": " : "", st.err_msg);
@@ -483,29 +493,71 @@ static int names_add(struct names *l, const char *name)
         return MNL_CB_OK;
 }
 
+struct chain_names {
+        struct names names, tables;
+};
+
 static int chain_name_cb(const struct nlmsghdr *nlh, void *data)
 {
+        struct chain_names *l = data;
         struct nftnl_chain *c = nftnl_chain_alloc();
         if (!c)
                 return MNL_CB_ERROR;
         int r = nftnl_chain_nlmsg_parse(nlh, c) < 0 ? MNL_CB_ERROR
-                                                     : names_add(data, nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
+                                                     : names_add(&l->names, nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
+        if (r == MNL_CB_OK && l->names.n > l->tables.n)
+                r = names_add(&l->tables, nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE));
+        if (r == MNL_CB_OK && l->names.n != l->tables.n)
+                r = MNL_CB_ERROR; /* a chain without a table: not from this kernel */
         nftnl_chain_free(c);
         return r;
 }
 
-int fw_nl_chain_names(struct fw_nl *nl, const char *table, char ***ret, size_t *ret_n, struct na_error *err)
+int fw_nl_chain_names(struct fw_nl *nl, const char *table, char ***ret, char ***ret_tables, size_t *ret_n,
+                      struct na_error *err)
 {
         char req[1024];
         struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(req, NFT_MSG_GETCHAIN, NFPROTO_INET, NLM_F_DUMP, ++nl->seq);
         struct nftnl_chain *c = nftnl_chain_alloc();
         if (!c)
                 return na_error_sys(err, ENOMEM, "firewall: read chains");
-        nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table);
+        if (table)
+                nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table);
         nftnl_chain_nlmsg_build_payload(nlh, c);
         nftnl_chain_free(c);
-        struct names l = { 0 };
+        struct chain_names l = { 0 };
         int r = query(nl, req, chain_name_cb, &l, "the chains", err);
+        if (r < 0) {
+                fw_strv_free(l.names.v, l.names.n);
+                fw_strv_free(l.tables.v, l.tables.n);
+                return r;
+        }
+        *ret = l.names.v;
+        if (ret_tables)
+                *ret_tables = l.tables.v;
+        else
+                fw_strv_free(l.tables.v, l.tables.n);
+        *ret_n = l.names.n;
+        return 0;
+}
+
+static int table_name_cb(const struct nlmsghdr *nlh, void *data)
+{
+        struct nftnl_table *t = nftnl_table_alloc();
+        if (!t)
+                return MNL_CB_ERROR;
+        int r = nftnl_table_nlmsg_parse(nlh, t) < 0 ? MNL_CB_ERROR
+                                                     : names_add(data, nftnl_table_get_str(t, NFTNL_TABLE_NAME));
+        nftnl_table_free(t);
+        return r;
+}
+
+int fw_nl_table_names(struct fw_nl *nl, char ***ret, size_t *ret_n, struct na_error *err)
+{
+        char req[1024];
+        nftnl_nlmsg_build_hdr(req, NFT_MSG_GETTABLE, NFPROTO_INET, NLM_F_DUMP, ++nl->seq);
+        struct names l = { 0 };
+        int r = query(nl, req, table_name_cb, &l, "the tables", err);
         if (r < 0) {
                 fw_strv_free(l.v, l.n);
                 return r;

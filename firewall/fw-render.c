@@ -264,9 +264,15 @@ int fw_batch_render(const struct fw_batch *b, char **ret_text, struct na_error *
         for (size_t i = 0; i < b->n; i++) {
                 const struct fw_op *op = &b->ops[i];
                 switch (op->kind) {
-                case FW_OP_TABLE_ADD:
-                        fprintf(f, "add table inet %s\n", nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
+                case FW_OP_TABLE_ADD: {
+                        uint32_t ulen = 0;
+                        const uint8_t *u = nftnl_table_get_data(op->obj, NFTNL_TABLE_USERDATA, &ulen);
+                        fprintf(f, "add table inet %s", nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
+                        if (u && ulen > 2 && u[0] == 0 && u[1] + 2u <= ulen && u[1] > 0)
+                                fprintf(f, " comment \"%.*s\"", (int)u[1] - 1, (const char *)(u + 2));
+                        fputc('\n', f);
                         break;
+                }
                 case FW_OP_CHAIN_ADD:
                         render_chain(f, "add chain", op->obj);
                         break;
@@ -291,6 +297,9 @@ int fw_batch_render(const struct fw_batch *b, char **ret_text, struct na_error *
                         break;
                 case FW_OP_TABLE_DEL:
                         fprintf(f, "delete table inet %s\n", nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
+                        break;
+                case FW_OP_RAW:
+                        fprintf(f, "%u messages encoded earlier: %s\n", ((const struct fw_raw *)op->obj)->n, op->what);
                         break;
                 case FW_OP_SET_DEL:
                         fprintf(f, "delete set inet %s %s\n", nftnl_set_get_str(op->obj, NFTNL_SET_TABLE),

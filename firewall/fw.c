@@ -11,17 +11,49 @@
  * exist yet (the server is stopped, or being created): everything matches the
  * interface by name, never by index.
  *
- * One inet table owned by the agent ([firewall] table, default "nodeagent"):
+ * The servers are spread over 16 inet tables owned by the agent ([firewall] shards),
+ * the shards ("<[firewall] table>-NN", default "nodeagent-00" ... "nodeagent-15"); a
+ * server's shard is FNV-1a of its tap name modulo the count (fw_server_table; `nft
+ * list chains inet | grep nav…` shows it too). Every shard is a complete copy of one
+ * layout:
  *
- *   map vps-out-map { type ifname : verdict }      iifname -> jump nav…-out
- *   map vps-in-map  { type ifname : verdict }      oifname -> jump nav…-in
- *   chain vps-out { type filter hook forward priority filter; policy accept;
- *                   ct state established,related accept; iifname vmap @vps-out-map }
- *   chain vps-in  { type filter hook forward priority filter + 10; policy accept;
- *                   ct state established,related accept; oifname vmap @vps-in-map }
- *   chain nav6f1c2a3b4c5d-in  { <inbound rules in order>;  counter <inbound policy> }
- *   chain nav6f1c2a3b4c5d-out { <outbound rules in order>; counter <outbound policy> }
+ *   table inet nodeagent-06 {
+ *     map vps-out-map { type ifname : verdict }      iifname -> jump nav…-out
+ *     map vps-in-map  { type ifname : verdict }      oifname -> jump nav…-in
+ *     chain vps-out { type filter hook forward priority filter; policy accept;
+ *                     ct state established,related accept; iifname vmap @vps-out-map }
+ *     chain vps-in  { type filter hook forward priority filter + 10; policy accept;
+ *                     ct state established,related accept; oifname vmap @vps-in-map }
+ *     chain nav6f1c2a3b4c5d-in  { <inbound rules in order>;  counter <inbound policy> }
+ *     chain nav6f1c2a3b4c5d-out { <outbound rules in order>; counter <outbound policy> }
+ *   }
  *
+ * Why shards: the kernel checks a table for loops whenever a batch with verdicts
+ * commits to it (nft_table_validate, about 65 ns per rule of the table here), so one
+ * table made every server's change cost grow with the whole node (2.8 ms at 10,000
+ * rules). Recent kernels keep that state per table (measured on 6.18), so with
+ * shards a change validates only its shard (0.5 ms at 10,000 rules, nearly all of
+ * it the commit's fixed cost); a kernel that keeps it per network namespace checks
+ * every table and gains nothing from shards (nor loses anything).
+ * Jumps cannot cross tables, so each shard has its own base chains and maps. A
+ * fixed count (rather than tables that split as they grow) keeps a server's table a
+ * pure function of its id: nothing to store, look up or move while servers come and
+ * go; 16 keeps a shard near 1,000 kernel rules at 1,000 servers. Its cost is on the
+ * packet path: a forwarded packet passes 2 x 16 base chains, each a conntrack test
+ * and a map miss for the shards that do not hold its server (about 35 ns each, 1 us
+ * a packet for the 15 extra tables: bench/firewall/bench-fw-path.sh).
+ *
+ * Several tables on one hook are safe because nftables verdicts work that way: an
+ * accept ends only the base chain that gave it (the packet goes on to the next base
+ * chain of the hook, in whatever table), a drop ends the packet for good. So a
+ * packet from server A to server B passes A's outbound chain in A's shard and B's
+ * inbound chain in B's shard, whatever order the tables hook in, and is dropped if
+ * either drops it (tests/firewall/traffic-shards.sh).
+ *
+ * At start (fw_reconcile, fw-reconcile.c) the agent takes over our tables of an
+ * earlier layout: the single table "<[firewall] table>" of the layout before shards,
+ * shards beyond the count, and servers in another shard than theirs (the count
+ * changed). Everything moves in ONE batch that also deletes the old tables.
  * Inbound is traffic to the server (the packet leaves through its tap: oifname),
  * outbound is traffic from it (iifname). Outbound and inbound are two base chains
  * so that an "allow" is a plain accept that ends only its own direction: traffic
@@ -30,7 +62,7 @@
  * related connections are accepted first, in both base chains, so a rule only has
  * to let a connection's first packet through and the answers come back whatever the
  * other direction's policy. Traffic of other interfaces misses the maps and is
- * accepted: the table only restricts servers; the node's own filtering stays the
+ * accepted: the tables only restrict servers; the node's own filtering stays the
  * node's (another table's drop still drops).
  *
  * Every rule has its own counter (nft shows "counter packets N bytes M"); counters
@@ -45,68 +77,60 @@
  * add its rules, its policies as the last rule of each chain, its two map
  * elements): the kernel commits all of it or none, and packets never see a
  * half-applied state. Dispatch goes through the verdict maps keyed by interface
- * name, so the batch holds only that server's objects (plus the table, maps and base
- * chains re-asserted, so a table flushed by hand heals at the next change). The
- * kernel still checks the whole table for loops when it commits a batch with
- * verdicts (nft_table_validate), which costs about 65 ns per rule of the node on
- * this kind of machine: see bench/firewall. enabled = false keeps the chains and
- * takes the map elements out: nothing is filtered, and the rules can still be read.
- * vps.firewall.get rebuilds the configuration from the live ruleset (fw-parse.c),
- * not from the stored copy; the stored copy (<state_dir>/firewall/<vps_id>.json,
- * replaced atomically after the kernel took the batch) holds the ids' high-water
- * mark, is what drift is measured against and what reconcile re-applies at start.
+ * name, so the batch holds only that server's objects (plus its shard's table, maps
+ * and base chains re-asserted, so a table flushed by hand heals at the next change).
+ * enabled = false keeps the chains and takes the map elements out: nothing is
+ * filtered, and the rules can still be read. vps.firewall.get rebuilds the
+ * configuration from the live ruleset (fw-parse.c), not from the stored copy; the
+ * stored copy (<state_dir>/firewall/<vps_id>.json, replaced atomically after the
+ * kernel took the batch, fw-state.c) holds the ids' high-water mark, is what drift
+ * is measured against and what reconcile re-applies at start. Beside it, <id>.nl
+ * keeps the server's operations as sent, so the start sends them again without
+ * decoding and building (used only while they match the .json byte for byte).
  *
  * README paragraph (firewall):
  *
- *   Each server's firewall lives in the agent's own nftables table (inet
- *   "nodeagent", `[firewall] table`). The node is routed, so filtering happens in
- *   the forward hook: two base chains (vps-out, then vps-in) accept packets of
- *   established and related connections first, then jump through verdict maps
- *   keyed by the server's tap name (nav + 12 hex digits of its id) to the server's
- *   own chains: nav<id>-out for traffic from the server (iifname) and nav<id>-in for
- *   traffic to it (oifname). Each chain holds the customer's rules in order, each
- *   with its own counter and its comment, and ends with the direction's policy
- *   (allow or deny; reject exists per rule only). Traffic between the server and
- *   the node itself (ARP, neighbour discovery, DHCP) is not filtered. A change
- *   replaces one server's chains in a single netlink batch: it applies whole or not
- *   at all, never leaves the server unprotected, and touches no other server.
- *   Turning the firewall off takes the server out of the maps and keeps its rules.
- *   vps.firewall.get reads the kernel, not a cache, and reports rules changed by
- *   hand as a firewall.drift event; at start the agent re-applies every stored
- *   configuration (<state_dir>/firewall/) and removes the chains of servers it no
- *   longer has. The agent talks netlink directly (libnftnl, libmnl); `nft list
- *   table inet nodeagent` shows the same rules with their comments and counters.
+ *   Each server's firewall lives in one of the agent's 16 nftables tables, the
+ *   shards (inet "nodeagent-00" ... "nodeagent-15", `[firewall] table` is the
+ *   prefix), chosen by a hash of the server's tap name. The node is routed, so
+ *   filtering happens in the forward hook: in every shard two base chains (vps-out,
+ *   then vps-in) accept packets of established and related connections first, then
+ *   jump through verdict maps keyed by the server's tap name (nav + 12 hex digits of
+ *   its id) to the server's own chains: nav<id>-out for traffic from the server
+ *   (iifname) and nav<id>-in for traffic to it (oifname). Each chain holds the
+ *   customer's rules in order, each with its own counter and its comment, and ends
+ *   with the direction's policy (allow or deny; reject exists per rule only).
+ *   Traffic between the server and the node itself (ARP, neighbour discovery, DHCP)
+ *   is not filtered. A change replaces one server's chains in a single netlink
+ *   batch: it applies whole or not at all, never leaves the server unprotected,
+ *   touches no other server, and makes the kernel re-check only that server's
+ *   shard. Turning the firewall off takes the server out of the maps and keeps its
+ *   rules. vps.firewall.get reads the kernel, not a cache, and reports rules changed
+ *   by hand as a firewall.drift event; at start the agent re-applies every stored
+ *   configuration (<state_dir>/firewall/), removes the chains of servers it no
+ *   longer has, and takes over the single table "nodeagent" of older versions in
+ *   one atomic batch. The agent talks netlink directly (libnftnl, libmnl); `nft
+ *   list chains inet | grep nav<id>` shows a server's table, `nft list table inet
+ *   nodeagent-NN` its rules with their comments and counters (docs/firewall.md).
  */
 #include "firewall/fw.h"
 
 #include <stdio.h> /* before libnftnl: its headers use FILE */
 #include <ctype.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <libnftnl/expr.h>
 #include <libnftnl/rule.h>
 #include <pthread.h>
-#include <sys/stat.h>
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/names.h"
-#include "common/uuid.h"
-#include "firewall/fw-internal.h"
+#include "firewall/fw-handle.h"
 
-#define STATE_MAX (4u << 20)
-
-struct fw {
-        pthread_mutex_t lock;
-        struct fw_nl nl;
-        char table[FW_TABLE_NAME_MAX];
-        char *dir; /* <state_dir>/firewall, or NULL */
-};
-
-static bool table_name_valid(const char *s)
+static bool prefix_valid(const char *s)
 {
         size_t n = strlen(s);
-        if (n == 0 || n >= FW_TABLE_NAME_MAX)
+        if (n == 0 || n > FW_PREFIX_MAX)
                 return false;
         for (size_t i = 0; i < n; i++)
                 if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
@@ -114,16 +138,73 @@ static bool table_name_valid(const char *s)
         return true;
 }
 
+int fw_server_table(const char *table, unsigned shards, const char *vps_id, char buf[FW_TABLE_NAME_MAX],
+                    struct na_error *err)
+{
+        char ifname[NA_IFNAME_LEN];
+        if (!table)
+                table = FW_DEFAULT_TABLE;
+        if (!shards)
+                shards = FW_DEFAULT_SHARDS;
+        if (!prefix_valid(table) || shards > FW_SHARDS_MAX || !vps_id || na_vps_ifname(vps_id, ifname) < 0)
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "firewall: no table for \"%s\" (table %s, %u shards)",
+                                    vps_id ? vps_id : "(null)", table, shards);
+        fw_shard_table(table, fw_shard_of(ifname, shards), buf);
+        return 0;
+}
+
+void fw_own_table(const struct fw *fw, const char *ifname, char buf[FW_TABLE_NAME_MAX])
+{
+        fw_shard_table(fw->prefix, fw_shard_of(ifname, fw->shards), buf);
+}
+
+bool fw_table_stale(const struct fw *fw, const char *table)
+{
+        unsigned shard;
+        if (streq(table, fw->prefix))
+                return true; /* the single table of the layout before shards */
+        return fw_shard_parse(fw->prefix, table, &shard) && shard >= fw->shards;
+}
+
+int fw_find_stale(struct fw *fw, struct na_error *err)
+{
+        char **tables = NULL;
+        size_t n = 0;
+        int r = fw_nl_table_names(&fw->nl, &tables, &n, err);
+        if (r < 0)
+                return r;
+        fw_strv_free(fw->stale, fw->n_stale);
+        fw->stale = NULL;
+        fw->n_stale = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (!fw_table_stale(fw, tables[i]))
+                        continue;
+                char **v = realloc(fw->stale, (fw->n_stale + 1) * sizeof(*v));
+                if (!v) {
+                        fw_strv_free(tables, n);
+                        return na_error_sys(err, ENOMEM, "firewall: tables");
+                }
+                fw->stale = v;
+                fw->stale[fw->n_stale++] = TAKE_PTR(tables[i]);
+        }
+        fw_strv_free(tables, n);
+        return 0;
+}
+
 int fw_open(const struct fw_options *opt, struct fw **ret, struct na_error *err)
 {
         const char *table = opt && opt->table ? opt->table : FW_DEFAULT_TABLE;
-        if (!table_name_valid(table))
+        unsigned shards = opt && opt->shards ? opt->shards : FW_DEFAULT_SHARDS;
+        if (!prefix_valid(table))
                 return na_error_set(err, EINVAL, NA_E_INTERNAL,
                                     "firewall: table name \"%s\" is not 1..32 letters, digits, '_' or '-'", table);
+        if (shards > FW_SHARDS_MAX)
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "firewall: %u shards (at most %d)", shards, FW_SHARDS_MAX);
         _cleanup_free_ struct fw *fw = calloc(1, sizeof(*fw));
         if (!fw)
                 return na_error_sys(err, ENOMEM, "firewall");
-        snprintf(fw->table, sizeof(fw->table), "%s", table);
+        snprintf(fw->prefix, sizeof(fw->prefix), "%s", table);
+        fw->shards = shards;
         if (opt && opt->state_dir) {
                 if (asprintf(&fw->dir, "%s/firewall", opt->state_dir) < 0) {
                         fw->dir = NULL;
@@ -136,6 +217,12 @@ int fw_open(const struct fw_options *opt, struct fw **ret, struct na_error *err)
                 }
         }
         int r = fw_nl_open(&fw->nl, opt ? opt->netns_fd : -1, err);
+        if (r >= 0) {
+                /* tables of an earlier layout: unreadable now, fw_reconcile looks again (and says why) */
+                struct na_error e = NA_ERROR_INIT;
+                (void)fw_find_stale(fw, &e);
+                na_error_clear(&e);
+        }
         if (r < 0) {
                 free(fw->dir);
                 return r;
@@ -151,120 +238,18 @@ void fw_close(struct fw *fw)
                 return;
         fw_nl_close(&fw->nl);
         pthread_mutex_destroy(&fw->lock);
+        fw_strv_free(fw->stale, fw->n_stale);
         free(fw->dir);
         free(fw);
 }
 
-/* ---- stored configurations ---- */
-
-static int state_path(const struct fw *fw, const char *vps_id, char *buf, size_t len)
-{
-        int n = snprintf(buf, len, "%s/%s.json", fw->dir, vps_id);
-        for (char *p = buf + strlen(fw->dir) + 1; *p; p++)
-                *p = (char)tolower((unsigned char)*p);
-        return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
-}
-
-/* 1: loaded, 0: none stored. *next_id: the lowest id never handed out. */
-static int state_load(const struct fw *fw, const char *vps_id, struct fw_config *cfg, uint32_t *next_id,
-                      struct na_error *err)
-{
-        proto_fw_init(cfg);
-        *next_id = 1;
-        if (!fw->dir)
-                return 0;
-        char path[4096];
-        _cleanup_free_ char *text = NULL;
-        if (state_path(fw, vps_id, path, sizeof(path)) < 0)
-                return na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL, "firewall: state path too long");
-        struct na_error rerr = NA_ERROR_INIT;
-        if (na_read_file(path, STATE_MAX, &text, NULL, &rerr) < 0) {
-                int e = rerr.errnum;
-                if (e == ENOENT) {
-                        na_error_clear(&rerr);
-                        return 0;
-                }
-                na_error_move(err, &rerr);
-                return -e;
-        }
-        json_error_t jerr;
-        _cleanup_json_ json_t *root = json_loads(text, 0, &jerr);
-        struct na_error derr = NA_ERROR_INIT;
-        if (!root || proto_fw_decode(root, cfg, &derr) < 0) {
-                na_error_clear(&derr);
-                return na_error_set(err, EBADMSG, NA_E_INTERNAL, "firewall: %s: not a valid stored configuration", path);
-        }
-        json_int_t next = json_integer_value(json_object_get(root, "nextRuleId"));
-        *next_id = next > 0 && next <= (json_int_t)FW_RULE_ID_MAX + 1 ? (uint32_t)next : 1;
-        for (size_t i = 0; i < cfg->n_rules; i++)
-                if (cfg->rules[i].id >= *next_id)
-                        *next_id = cfg->rules[i].id + 1;
-        return 1;
-}
-
-/*
- * state_load for readers that go on without it: an unreadable stored configuration
- * counts as none (problem, when given, says why). Returns 1 or 0.
- */
-static int state_load_or_none(const struct fw *fw, const char *vps_id, struct fw_config *cfg, uint32_t *next_id,
-                              char *problem, size_t len)
-{
-        struct na_error e = NA_ERROR_INIT;
-        int r = state_load(fw, vps_id, cfg, next_id, &e);
-        if (problem)
-                snprintf(problem, len, "%s", r < 0 ? e.message : "");
-        na_error_clear(&e);
-        if (r >= 0)
-                return r;
-        proto_fw_init(cfg);
-        *next_id = 1;
-        return 0;
-}
-
-static int state_save(const struct fw *fw, const char *vps_id, const struct fw_config *cfg, uint32_t next_id,
-                      struct na_error *err)
-{
-        if (!fw->dir)
-                return 0;
-        char path[4096];
-        if (state_path(fw, vps_id, path, sizeof(path)) < 0)
-                return na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL, "firewall: state path too long");
-        _cleanup_json_ json_t *root = proto_fw_encode(cfg);
-        if (!root || json_object_set_new(root, "nextRuleId", json_integer(next_id)) < 0 ||
-            json_object_set_new(root, "vpsId", json_string(vps_id)) < 0)
-                return na_error_sys(err, ENOMEM, "firewall: encode configuration");
-        _cleanup_free_ char *text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
-        if (!text)
-                return na_error_sys(err, ENOMEM, "firewall: encode configuration");
-        return na_atomic_write(path, text, strlen(text), 0600, err);
-}
-
-static int state_delete(const struct fw *fw, const char *vps_id, struct na_error *err)
-{
-        if (!fw->dir)
-                return 0;
-        char path[4096];
-        if (state_path(fw, vps_id, path, sizeof(path)) < 0)
-                return na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL, "firewall: state path too long");
-        if (unlink(path) < 0) {
-                if (errno == ENOENT)
-                        return 0;
-                return na_error_sys(err, errno, "firewall: remove %s", path);
-        }
-        return na_fsync_parent(path, err);
-}
-
 /* ---- the live state of one server ---- */
 
-/*
- * What the kernel holds for a server. Rules the agent did not write get ids above
- * id_floor (the stored high-water mark) and above every id in the kernel.
- */
-static int read_live(struct fw *fw, const char *ifname, bool full, uint32_t id_floor, struct fw_live *live,
-                     struct na_error *err)
+int fw_read_live(struct fw *fw, const char *table, const char *ifname, bool full, uint32_t id_floor,
+                 struct fw_live *live, struct na_error *err)
 {
         struct fw_rule_list rules[2] = { 0 };
-        struct fw_nl_fetch_ctx ctx = { .nl = &fw->nl, .table = fw->table };
+        struct fw_nl_fetch_ctx ctx = { .nl = &fw->nl, .table = table };
         struct fw_fetch fetch = { 0 };
         int r = 0;
         fw_live_init(live);
@@ -272,7 +257,7 @@ static int read_live(struct fw *fw, const char *ifname, bool full, uint32_t id_f
         for (int dir = FW_INBOUND; dir <= FW_OUTBOUND; dir++) {
                 char chain[FW_NAME_MAX];
                 fw_chain_name(ifname, (enum fw_direction)dir, chain);
-                r = fw_nl_chain_rules(&fw->nl, fw->table, chain, &rules[dir], err);
+                r = fw_nl_chain_rules(&fw->nl, table, chain, &rules[dir], err);
                 live->chain[dir] = r == 0;
                 if (r == -ENOENT)
                         r = 0;
@@ -283,7 +268,7 @@ static int read_live(struct fw *fw, const char *ifname, bool full, uint32_t id_f
                 static const char *const maps[2] = { FW_MAP_IN, FW_MAP_OUT };
                 char target[FW_NAME_MAX], want[FW_NAME_MAX];
                 for (int dir = FW_INBOUND; dir <= FW_OUTBOUND; dir++) {
-                        r = fw_nl_map_has(&fw->nl, fw->table, maps[dir], ifname, &live->elem[dir], target, err);
+                        r = fw_nl_map_has(&fw->nl, table, maps[dir], ifname, &live->elem[dir], target, err);
                         if (r < 0)
                                 goto out;
                         fw_chain_name(ifname, (enum fw_direction)dir, want);
@@ -292,7 +277,8 @@ static int read_live(struct fw *fw, const char *ifname, bool full, uint32_t id_f
                                 if (!live->anomalies)
                                         live->anomalies = json_array();
                                 char text[160];
-                                snprintf(text, sizeof(text), "map %s sends %s to %s", maps[dir], ifname, target);
+                                snprintf(text, sizeof(text), "map %s of table %s sends %s to %s", maps[dir], table,
+                                         ifname, target);
                                 json_array_append_new(live->anomalies, json_string(text));
                         }
                 }
@@ -303,6 +289,46 @@ out:
         fw_rule_list_clear(&rules[0]);
         fw_rule_list_clear(&rules[1]);
         return r;
+}
+
+static bool live_any(const struct fw_live *l)
+{
+        return l->chain[0] || l->chain[1] || l->elem[0] || l->elem[1];
+}
+
+/*
+ * The server as the kernel enforces it: from its shard table, or, while a table of
+ * an earlier layout is still there (a migration the kernel refused for it), from
+ * that table when the shard has nothing of it.
+ */
+static int read_server(struct fw *fw, const char *ifname, bool full, uint32_t id_floor, struct fw_live *live,
+                       struct na_error *err)
+{
+        char table[FW_TABLE_NAME_MAX];
+        fw_own_table(fw, ifname, table);
+        int r = fw_read_live(fw, table, ifname, full, id_floor, live, err);
+        for (size_t i = 0; r >= 0 && !live_any(live) && i < fw->n_stale; i++) {
+                fw_live_clear(live);
+                r = fw_read_live(fw, fw->stale[i], ifname, full, id_floor, live, err);
+        }
+        return r;
+}
+
+/* While stale tables exist: take the server out of them in the same batch. */
+static int build_unstale(struct fw *fw, struct fw_batch *b, const char *ifname, struct na_error *err)
+{
+        for (size_t i = 0; i < fw->n_stale; i++) {
+                struct fw_rule_list probe = { 0 };
+                char chain[FW_NAME_MAX];
+                fw_chain_name(ifname, FW_INBOUND, chain);
+                int r = fw_nl_chain_rules(&fw->nl, fw->stale[i], chain, &probe, err);
+                fw_rule_list_clear(&probe);
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0 || (r = fw_build_remove(b, fw->stale[i], ifname, err)) < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static int server_ifname(const char *vps_id, char ifname[NA_IFNAME_LEN], struct na_error *err)
@@ -322,8 +348,13 @@ static int set_locked(struct fw *fw, const char *vps_id, const char *ifname, con
         struct fw_live live;
         struct fw_batch b;
         uint32_t next_id = 1;
+        char table[FW_TABLE_NAME_MAX];
+        _cleanup_free_ struct fw_raw *raw = NULL;
+        _cleanup_na_error_ struct na_error cache_err = NA_ERROR_INIT;
+        size_t from = 0, to = 0;
+        fw_own_table(fw, ifname, table);
         fw_live_init(&live);
-        fw_batch_init(&b, fw->table);
+        fw_batch_init(&b, table);
         proto_fw_init(&stored);
         int r = proto_fw_copy(&work, cfg, err);
         if (r < 0)
@@ -332,8 +363,8 @@ static int set_locked(struct fw *fw, const char *vps_id, const char *ifname, con
          * ids: given ones are kept; the others get ids above everything this server has
          * or had. The stored high-water mark knows; without one, ask the kernel.
          */
-        if (state_load_or_none(fw, vps_id, &stored, &next_id, NULL, 0) == 0 &&
-            (r = read_live(fw, ifname, false, 0, &live, err)) < 0)
+        if (fw_state_load_or_none(fw, vps_id, &stored, &next_id, NULL, 0) == 0 &&
+            (r = read_server(fw, ifname, false, 0, &live, err)) < 0)
                 goto out;
         if (live.max_id >= next_id)
                 next_id = live.max_id + 1;
@@ -349,16 +380,24 @@ static int set_locked(struct fw *fw, const char *vps_id, const char *ifname, con
                         work.rules[i].id = next_id++;
                 }
 
-        if ((r = fw_build_infra(&b, err)) < 0 || (r = fw_build_server(&b, vps_id, &work, err)) < 0 ||
-            (r = fw_nl_apply(&fw->nl, &b, err)) < 0)
+        if ((r = fw_build_infra(&b, table, err)) < 0)
                 goto out;
-        if ((r = state_save(fw, vps_id, &work, next_id, err)) < 0) {
+        from = b.n;
+        if ((r = fw_build_server(&b, table, vps_id, &work, err)) < 0)
+                goto out;
+        to = b.n;
+        if ((r = build_unstale(fw, &b, ifname, err)) < 0 || (r = fw_nl_apply(&fw->nl, &b, err)) < 0)
+                goto out;
+        /* the server's operations, kept beside its configuration for the start (none: it decodes the JSON) */
+        if (fw->dir && fw_batch_encode_range(&b, from, to, &raw, &cache_err) < 0)
+                raw = NULL;
+        if ((r = fw_state_save(fw, vps_id, &work, next_id, table, raw, err)) < 0) {
                 na_error_prefix(err, "the kernel took the new rules but they could not be stored");
                 goto out;
         }
         if (ret_live) {
                 fw_live_clear(&live);
-                if ((r = read_live(fw, ifname, true, next_id - 1, &live, err)) < 0)
+                if ((r = fw_read_live(fw, table, ifname, true, next_id - 1, &live, err)) < 0)
                         goto out;
                 *ret_live = live.cfg;
                 proto_fw_init(&live.cfg);
@@ -401,8 +440,8 @@ int fw_check_drift(struct fw *fw, const char *vps_id, struct fw_config *ret_live
 
         char problem[512];
         pthread_mutex_lock(&fw->lock);
-        int have = state_load_or_none(fw, vps_id, &stored, &next_id, problem, sizeof(problem));
-        r = read_live(fw, ifname, true, next_id - 1, &live, err);
+        int have = fw_state_load_or_none(fw, vps_id, &stored, &next_id, problem, sizeof(problem));
+        r = read_server(fw, ifname, true, next_id - 1, &live, err);
         pthread_mutex_unlock(&fw->lock);
         if (r < 0) {
                 fw_live_clear(&live);
@@ -453,8 +492,8 @@ int fw_get(struct fw *fw, const char *vps_id, struct fw_config *ret, struct na_e
         struct fw_config stored;
         uint32_t next_id;
         pthread_mutex_lock(&fw->lock);
-        state_load_or_none(fw, vps_id, &stored, &next_id, NULL, 0);
-        r = read_live(fw, ifname, true, next_id - 1, &live, err);
+        fw_state_load_or_none(fw, vps_id, &stored, &next_id, NULL, 0);
+        r = read_server(fw, ifname, true, next_id - 1, &live, err);
         pthread_mutex_unlock(&fw->lock);
         proto_fw_clear(&stored);
         if (r < 0) {
@@ -471,14 +510,18 @@ static int remove_locked(struct fw *fw, const char *vps_id, const char *ifname, 
 {
         struct fw_live live;
         struct fw_batch b;
-        fw_batch_init(&b, fw->table);
-        int r = read_live(fw, ifname, false, 0, &live, err);
-        if (r >= 0 && (live.chain[0] || live.chain[1])) {
-                if ((r = fw_build_infra(&b, err)) >= 0 && (r = fw_build_remove(&b, ifname, err)) >= 0)
-                        r = fw_nl_apply(&fw->nl, &b, err);
-        }
+        char table[FW_TABLE_NAME_MAX];
+        fw_own_table(fw, ifname, table);
+        fw_batch_init(&b, table);
+        int r = fw_read_live(fw, table, ifname, false, 0, &live, err);
+        if (r >= 0 && (live.chain[0] || live.chain[1]) && (r = fw_build_infra(&b, table, err)) >= 0)
+                r = fw_build_remove(&b, table, ifname, err);
         if (r >= 0)
-                r = state_delete(fw, vps_id, err);
+                r = build_unstale(fw, &b, ifname, err);
+        if (r >= 0)
+                r = fw_nl_apply(&fw->nl, &b, err);
+        if (r >= 0)
+                r = fw_state_delete(fw, vps_id, err);
         fw_batch_clear(&b);
         fw_live_clear(&live);
         return r;
@@ -501,9 +544,12 @@ int fw_render_set(const char *table, const char *vps_id, const struct fw_config 
 {
         struct fw_config work;
         struct fw_batch b;
-        fw_batch_init(&b, table ? table : FW_DEFAULT_TABLE);
-        int r = proto_fw_copy(&work, cfg, err);
+        char shard[FW_TABLE_NAME_MAX];
+        int r = fw_server_table(table, 0, vps_id, shard, err);
         if (r < 0)
+                return r;
+        fw_batch_init(&b, shard);
+        if ((r = proto_fw_copy(&work, cfg, err)) < 0)
                 return r;
         uint32_t next = 1;
         for (size_t i = 0; i < work.n_rules; i++)
@@ -512,243 +558,9 @@ int fw_render_set(const char *table, const char *vps_id, const struct fw_config 
         for (size_t i = 0; i < work.n_rules; i++)
                 if (work.rules[i].id == 0)
                         work.rules[i].id = next++;
-        if ((r = fw_build_infra(&b, err)) >= 0 && (r = fw_build_server(&b, vps_id, &work, err)) >= 0)
+        if ((r = fw_build_infra(&b, shard, err)) >= 0 && (r = fw_build_server(&b, shard, vps_id, &work, err)) >= 0)
                 r = fw_batch_render(&b, ret_text, err);
         fw_batch_clear(&b);
         proto_fw_clear(&work);
-        return r;
-}
-
-/* ---- reconcile ---- */
-
-struct stored_list {
-        char **ids;
-        size_t n;
-};
-
-static int list_stored(const struct fw *fw, struct stored_list *out, struct na_error *err)
-{
-        memset(out, 0, sizeof(*out));
-        if (!fw->dir)
-                return 0;
-        DIR *d = opendir(fw->dir);
-        if (!d)
-                return na_error_sys(err, errno, "firewall: open %s", fw->dir);
-        size_t cap = 0;
-        int r = 0;
-        for (struct dirent *de = readdir(d); de; de = readdir(d)) {
-                size_t len = strlen(de->d_name);
-                if (len != NA_UUID_STRLEN + 5 || !streq(de->d_name + NA_UUID_STRLEN, ".json"))
-                        continue;
-                char id[NA_UUID_STRLEN + 1];
-                memcpy(id, de->d_name, NA_UUID_STRLEN);
-                id[NA_UUID_STRLEN] = '\0';
-                if (!na_uuid_valid(id))
-                        continue;
-                if (out->n == cap) {
-                        cap = cap ? cap * 2 : 64;
-                        char **v = realloc(out->ids, cap * sizeof(*v));
-                        if (!v) {
-                                r = na_error_sys(err, ENOMEM, "firewall: list %s", fw->dir);
-                                break;
-                        }
-                        out->ids = v;
-                }
-                if (!(out->ids[out->n] = strdup(id))) {
-                        r = na_error_sys(err, ENOMEM, "firewall: list %s", fw->dir);
-                        break;
-                }
-                out->n++;
-        }
-        closedir(d);
-        return r;
-}
-
-static bool id_known(const char *const *known, const char *id)
-{
-        if (!known)
-                return true;
-        for (; *known; known++)
-                if (strcasecmp(*known, id) == 0)
-                        return true;
-        return false;
-}
-
-static bool ifname_known(const char *const *known, const char *ifname)
-{
-        char other[NA_IFNAME_LEN];
-        for (; known && *known; known++)
-                if (na_vps_ifname(*known, other) == 0 && streq(other, ifname))
-                        return true;
-        return false;
-}
-
-struct plan_item {
-        char vps_id[NA_UUID_STRLEN + 1]; /* "" for a chain pair without a stored configuration */
-        char ifname[NA_IFNAME_LEN];
-        bool apply;                      /* else remove */
-        struct fw_config cfg;
-        uint32_t next_id;
-};
-
-static int plan_add(struct plan_item **v, size_t *n, struct plan_item item, struct na_error *err)
-{
-        struct plan_item *nv = realloc(*v, (*n + 1) * sizeof(*nv));
-        if (!nv) {
-                proto_fw_clear(&item.cfg);
-                return na_error_sys(err, ENOMEM, "firewall: reconcile");
-        }
-        nv[(*n)++] = item;
-        *v = nv;
-        return 0;
-}
-
-static bool plan_has_ifname(const struct plan_item *v, size_t n, const char *ifname)
-{
-        for (size_t i = 0; i < n; i++)
-                if (streq(v[i].ifname, ifname))
-                        return true;
-        return false;
-}
-
-static int build_item(const struct plan_item *it, struct fw_batch *b, struct na_error *err)
-{
-        int r = it->apply ? fw_build_server(b, it->vps_id, &it->cfg, err) : fw_build_remove(b, it->ifname, err);
-        if (r < 0)
-                na_error_prefix(err, "%s %s", it->vps_id[0] ? "vps" : "interface",
-                                it->vps_id[0] ? it->vps_id : it->ifname);
-        return r;
-}
-
-static int reconcile_locked(struct fw *fw, const char *const *known, struct fw_reconcile_stats *st,
-                            struct na_error *err)
-{
-        struct stored_list stored = { 0 };
-        struct plan_item *plan = NULL;
-        size_t n_plan = 0;
-        char **chains = NULL;
-        size_t n_chains = 0;
-        struct fw_batch b;
-        struct na_error unreadable = NA_ERROR_INIT, first_unreadable = NA_ERROR_INIT;
-        fw_batch_init(&b, fw->table);
-
-        int r = list_stored(fw, &stored, err);
-        if (r < 0)
-                goto out;
-        r = fw_nl_chain_names(&fw->nl, fw->table, &chains, &n_chains, err);
-        if (r == -ENOENT)
-                r = 0;
-        if (r < 0)
-                goto out;
-
-        for (size_t i = 0; i < stored.n; i++) {
-                struct plan_item it = { .apply = id_known(known, stored.ids[i]) };
-                snprintf(it.vps_id, sizeof(it.vps_id), "%s", stored.ids[i]);
-                na_vps_ifname(it.vps_id, it.ifname);
-                if (it.apply && state_load(fw, it.vps_id, &it.cfg, &it.next_id, &unreadable) < 0) {
-                        /* the others are applied all the same; this server's kernel state is left alone */
-                        na_error_prefix(&unreadable, "vps %s", it.vps_id);
-                        if (!first_unreadable.code)
-                                na_error_move(&first_unreadable, &unreadable);
-                        na_error_clear(&unreadable);
-                        st->failed++;
-                        continue;
-                }
-                if ((r = plan_add(&plan, &n_plan, it, err)) < 0)
-                        goto out;
-        }
-        for (size_t i = 0; i < n_chains; i++) {
-                char ifname[NA_IFNAME_LEN];
-                enum fw_direction dir;
-                if (!fw_chain_parse(chains[i], ifname, &dir) || plan_has_ifname(plan, n_plan, ifname))
-                        continue;
-                if (!known || ifname_known(known, ifname))
-                        continue; /* a server we know, without a stored configuration: left as it is */
-                struct plan_item it = { .apply = false };
-                snprintf(it.ifname, sizeof(it.ifname), "%s", ifname);
-                if ((r = plan_add(&plan, &n_plan, it, err)) < 0)
-                        goto out;
-        }
-
-        /* one batch for everything */
-        if ((r = fw_build_infra(&b, err)) < 0)
-                goto out;
-        for (size_t i = 0; i < n_plan; i++)
-                if ((r = build_item(&plan[i], &b, err)) < 0)
-                        goto out;
-        r = fw_nl_apply(&fw->nl, &b, err);
-        if (r < 0) {
-                /* one server the kernel refuses must not keep the others unprotected: one batch each */
-                struct na_error first = NA_ERROR_INIT;
-                size_t failed = 0;
-                na_error_move(&first, err);
-                for (size_t i = 0; i < n_plan; i++) {
-                        struct fw_batch one;
-                        fw_batch_init(&one, fw->table);
-                        int rr = fw_build_infra(&one, err);
-                        if (rr >= 0)
-                                rr = build_item(&plan[i], &one, err);
-                        if (rr >= 0)
-                                rr = fw_nl_apply(&fw->nl, &one, err);
-                        fw_batch_clear(&one);
-                        if (rr < 0) {
-                                na_error_prefix(err, "%s %s", plan[i].vps_id[0] ? "vps" : "interface",
-                                                plan[i].vps_id[0] ? plan[i].vps_id : plan[i].ifname);
-                                failed++;
-                                if (failed == 1)
-                                        na_error_move(&first, err);
-                                na_error_clear(err);
-                                plan[i].ifname[0] = '\0'; /* not done */
-                                continue;
-                        }
-                }
-                st->failed += failed;
-                if (failed) {
-                        na_error_move(err, &first);
-                        na_error_prefix(err, "firewall: reconcile: %zu of %zu servers failed, first", failed, n_plan);
-                        r = -(err->errnum ? err->errnum : EIO);
-                } else {
-                        na_error_clear(&first);
-                        r = 0;
-                }
-        }
-        for (size_t i = 0; i < n_plan; i++) {
-                if (!plan[i].ifname[0])
-                        continue;
-                if (plan[i].apply)
-                        st->applied++;
-                else {
-                        st->removed++;
-                        if (plan[i].vps_id[0]) {
-                                int rr = state_delete(fw, plan[i].vps_id, err);
-                                if (rr < 0 && r >= 0)
-                                        r = rr;
-                        }
-                }
-        }
-        if (r >= 0 && first_unreadable.code) {
-                na_error_move(err, &first_unreadable);
-                na_error_prefix(err, "firewall: reconcile: %zu stored configurations unreadable, first", st->failed);
-                r = -(err->errnum ? err->errnum : EIO);
-        }
-out:
-        na_error_clear(&first_unreadable);
-        fw_batch_clear(&b);
-        for (size_t i = 0; i < n_plan; i++)
-                proto_fw_clear(&plan[i].cfg);
-        free(plan);
-        fw_strv_free(chains, n_chains);
-        fw_strv_free(stored.ids, stored.n);
-        return r;
-}
-
-int fw_reconcile(struct fw *fw, const char *const *known_ids, struct fw_reconcile_stats *ret, struct na_error *err)
-{
-        struct fw_reconcile_stats st = { 0 };
-        pthread_mutex_lock(&fw->lock);
-        int r = reconcile_locked(fw, known_ids, &st, err);
-        pthread_mutex_unlock(&fw->lock);
-        if (ret)
-                *ret = st;
         return r;
 }

@@ -1,6 +1,6 @@
 /*
  * The per-server firewall on nftables (libnftnl + libmnl, netlink only). See the top
- * of firewall/fw.c for how the table is laid out and why.
+ * of firewall/fw.c for how the shard tables are laid out and why (docs/firewall.md for operators).
  *
  * Every function is thread-safe (one lock around the netlink socket and the state
  * files); handlers for different servers may call them concurrently. Failures:
@@ -12,21 +12,51 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "common/error.h"
 #include "proto/firewall.h"
 
 #define FW_DEFAULT_TABLE "nodeagent"
+#define FW_DEFAULT_SHARDS 16
+#define FW_TABLE_NAME_MAX 40 /* a shard table's name, "<table>-NN", and its NUL */
 
 struct fw;
 
 struct fw_options {
-        const char *table;     /* the agent's inet table; NULL: FW_DEFAULT_TABLE */
+        const char *table;     /* prefix of the agent's inet tables ("<table>-00"...); NULL: FW_DEFAULT_TABLE */
+        unsigned shards;       /* tables the servers are spread over (1..64); 0: FW_DEFAULT_SHARDS */
         const char *state_dir; /* configurations go to <state_dir>/firewall/<vps_id>.json; NULL: kept nowhere */
         int netns_fd;          /* network namespace to work in; -1: the caller's */
 };
 
-/* Open the netlink socket (in opt->netns_fd's namespace) and the state directory. Touches no rule. */
+/*
+ * The table that holds a server's chains and dispatch elements: "<table>-NN", NN =
+ * FNV-1a of its tap name modulo shards (table NULL: FW_DEFAULT_TABLE, shards 0:
+ * FW_DEFAULT_SHARDS). No kernel involved.
+ */
+int fw_server_table(const char *table, unsigned shards, const char *vps_id, char buf[FW_TABLE_NAME_MAX],
+                    struct na_error *err);
+/*
+ * Whether name is a table the firewall owns with this prefix: "<table>" (the layout
+ * before shards) or "<table>-NN". Inline: the configuration check uses it without
+ * linking the library.
+ */
+static inline bool fw_table_is_ours(const char *table, const char *name)
+{
+        size_t n = strlen(table);
+        if (strncmp(name, table, n) != 0)
+                return false;
+        name += n;
+        return !name[0] || (name[0] == '-' && name[1] >= '0' && name[1] <= '9' && name[2] >= '0' && name[2] <= '9' &&
+                            !name[3]);
+}
+
+/*
+ * Open the netlink socket (in opt->netns_fd's namespace) and the state directory, and
+ * note our tables of an earlier layout (read from there until fw_reconcile takes
+ * them over). Touches no rule.
+ */
 int fw_open(const struct fw_options *opt, struct fw **ret, struct na_error *err);
 /* Close the socket. The rules stay in force: the kernel keeps them without the agent. */
 void fw_close(struct fw *fw);
@@ -65,17 +95,22 @@ struct fw_reconcile_stats {
 };
 
 /*
- * At start: in one batch, re-apply the stored configuration of every server in
- * known_ids (NULL: of every stored server) and remove the chains and stored
- * configuration of servers not in known_ids (NULL: remove none). Chains of a known
- * server without a stored configuration are left as they are. If the kernel
- * refuses the batch, each server is tried in a batch of its own.
+ * At start: re-apply the stored configuration of every server in known_ids (NULL:
+ * of every stored server) in its shard and remove the chains and stored
+ * configuration of servers not in known_ids (NULL: remove none), one batch per
+ * shard. Chains of a known server without a stored configuration are left as they
+ * are. Our tables of an earlier layout (the single table "<table>", shards beyond
+ * the count) are taken over in ONE batch that fills every shard and deletes them;
+ * a known server they hold without a stored configuration is carried over with its
+ * rules there. If the kernel refuses a batch, each of its servers is tried in a
+ * batch of its own (fw-reconcile.c).
  */
 int fw_reconcile(struct fw *fw, const char *const *known_ids, struct fw_reconcile_stats *ret, struct na_error *err);
 
 /*
- * The batch fw_set would send for cfg on an empty table, as stable text (one
- * operation a line, expressions indented): for golden tests. No kernel involved.
+ * The batch fw_set would send for cfg on an empty shard table ("<table>-NN" of the
+ * server), as stable text (one operation a line, expressions indented): for golden
+ * tests. No kernel involved.
  */
 int fw_render_set(const char *table, const char *vps_id, const struct fw_config *cfg, char **ret_text,
                   struct na_error *err);

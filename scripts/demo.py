@@ -300,9 +300,9 @@ def main():
                  "action": "allow", "enabled": True, "comment": "ping"}]}
             run_job(s, "Set its firewall (one netlink batch)", "vps.firewall.set", fw, target=vps)
             run_job(s, "Read it back from the kernel", "vps.firewall.get", target=vps)
-            listing = subprocess.run(["nft", "list", "table", "inet", "nodeagent"], capture_output=True, text=True).stdout
+            listing = subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True).stdout
             chain = [l for l in listing.splitlines() if l.strip().startswith("chain nav") and "-in {" in l]
-            print(f"    {DIM}nft list table inet nodeagent: {len(listing.splitlines())} lines, "
+            print(f"    {DIM}nft list ruleset (shard tables nodeagent-00..15): {len(listing.splitlines())} lines, "
                   f"{chain[0].strip() if chain else ''} ...{RESET}")
         run_job(s, "Back it up", "vps.backup.create", {"backupId": "nightly-1", "limits": {
                 "maxStorageGB": 10, "maxBackups": 3, "retentionDays": 7}}, target=vps)

@@ -126,6 +126,7 @@ static void test_defaults(void **state)
         assert_string_equal(cfg->images_dir, "/var/lib/nodeagent/images");
         assert_true(cfg->fw_enabled);
         assert_string_equal(cfg->fw_table, "nodeagent");
+        assert_int_equal(cfg->fw_shards, 16);
         assert_int_equal(cfg->metrics_interval_sec, 10);
         assert_null(cfg->prometheus_listen);
         config_free(cfg);
@@ -181,6 +182,7 @@ static void test_clean_full(void **state)
                      "[firewall]\n"
                      "enabled = 0\n"
                      "table = na_test-1\n"
+                     "shards = 8\n"
                      "[metrics]\n"
                      "interval_sec = 3600\n"
                      "prometheus_listen = [::1]:9464\n"
@@ -211,6 +213,7 @@ static void test_clean_full(void **state)
         assert_string_equal(c->images_dir, "/srv/images");
         assert_false(c->fw_enabled);
         assert_string_equal(c->fw_table, "na_test-1");
+        assert_int_equal(c->fw_shards, 8);
         assert_int_equal(c->metrics_interval_sec, 3600);
         assert_string_equal(c->prometheus_listen, "[::1]:9464");
 }
@@ -292,6 +295,8 @@ static void test_value_errors(void **state)
                 { "firewall", "enabled = on", "enabled: must be true or false" },
                 { "firewall", "table = bad table!", "table: must be 1..32 letters, digits, '_' or '-'" },
                 { "firewall", "table = t23456789012345678901234567890123", "table: must be 1..32 letters, digits, '_' or '-'" },
+                { "firewall", "shards = 0", "shards: must be between 1 and 64" },
+                { "firewall", "shards = 65", "shards: must be between 1 and 64" },
                 { "metrics", "interval_sec = 0", "interval_sec: must be between 1 and 3600" },
                 { "metrics", "prometheus_listen = 0.0.0.0:9464", "prometheus_listen: must be a loopback address (127.0.0.0/8, [::1] or localhost)" },
                 { "metrics", "prometheus_listen = 10.0.0.1:9464", "prometheus_listen: must be a loopback address (127.0.0.0/8, [::1] or localhost)" },
@@ -312,6 +317,9 @@ static void test_value_errors(void **state)
                 { "apps", "public_address = example.com", "public_address: must be an IPv4 or IPv6 address" },
                 { "apps", "ports = 40000-20000", "ports: must be a port range LOW-HIGH within 1..65535, e.g. 20000-40000" },
                 { "apps", "ports = 0-10", "ports: must be a port range LOW-HIGH within 1..65535, e.g. 20000-40000" },
+                /* the firewall owns "nodeagent" (the layout before shards) and "nodeagent-00"... */
+                { "apps", "nft_table = nodeagent", "nft_table: must differ from [firewall] table and its shard tables (<table>-00 ...)" },
+                { "apps", "nft_table = nodeagent-07", "nft_table: must differ from [firewall] table and its shard tables (<table>-00 ...)" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 char extra[256], want[256];
@@ -331,9 +339,11 @@ static void test_value_errors(void **state)
                 { "agent", "sandbox = denylist" }, { "agent", "node_id = 6F1C2A3B-4C5D-4E6F-8A9B-0C1D2E3F4A5B" },
                 { "metrics", "prometheus_listen = 127.0.0.1:9464" }, { "metrics", "prometheus_listen = 127.1.2.3:1" },
                 { "metrics", "prometheus_listen = localhost:65535" }, { "firewall", "table = t2345678901234567890123456789012" },
+                { "firewall", "shards = 1" }, { "firewall", "shards = 64" },
                 { "apps", "sftp_listen = " }, { "apps", "sftp_listen = [::]:2022" }, { "apps", "sftp_listen = 10.0.0.1:22" },
                 { "apps", "transfer_part_size_mb = 5120" }, { "apps", "network = 172.16.0.0/12" },
                 { "apps", "public_address = 2001:db8::1" }, { "apps", "ports = 1-65535" }, { "apps", "haproxy = " },
+                { "apps", "nft_table = nodeagent-7" }, { "apps", "nft_table = nodeagent-apps" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(fine); i++) {
                 char extra[256];

@@ -51,8 +51,8 @@ static void build_and_parse_back(const struct fw_config *decoded)
 
         struct fw_batch b;
         struct na_error err = NA_ERROR_INIT;
-        fw_batch_init(&b, "nodeagent");
-        check(fw_build_server(&b, VPS, &cfg, &err) == 0, "build");
+        fw_batch_init(&b, "nodeagent-00");
+        check(fw_build_server(&b, "nodeagent-00", VPS, &cfg, &err) == 0, "build");
         size_t cap = b.n + 1, n_in = 0, n_out = 0;
         struct nftnl_rule **in = calloc(cap, sizeof(*in)), **out = calloc(cap, sizeof(*out));
         bool dispatched = false;

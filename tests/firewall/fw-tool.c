@@ -2,12 +2,18 @@
  * A test helper around the firewall library and a few probes, run inside test
  * network namespaces by traffic.sh (and by hand when debugging):
  *
- *   fw-tool [-s STATE_DIR] [-t TABLE] set VPS_ID FILE.json   apply, print the live configuration
+ *   fw-tool [-s STATE_DIR] [-t TABLE] [-n SHARDS] set VPS_ID FILE.json   apply, print the live configuration
  *   fw-tool [...] get VPS_ID | drift VPS_ID | remove VPS_ID | render VPS_ID FILE.json
  *   fw-tool [...] reconcile [KNOWN_ID...]                      ("-" alone: NULL, keep all)
+ *   fw-tool [-t TABLE] table VPS_ID                            the server's shard table ("nodeagent-06")
  *   fw-tool probe-tcp HOST PORT TIMEOUT_MS                     prints ok, refused, unreachable or timeout
  *   fw-tool probe-ping HOST TIMEOUT_MS                         prints ok, unreachable or timeout
+ *   fw-tool probe-udp HOST PORT TIMEOUT_MS                     one datagram to a port nobody listens on:
+ *                                                              refused (the ICMP error came back) or timeout
  *   fw-tool serve PORT...                                      accept and close TCP connections until killed
+ *   fw-tool blast HOST PORT COUNT                              send COUNT small UDP datagrams as fast as it
+ *                                                              can, print the nanoseconds each took
+ *                                                              (bench/firewall/bench-fw-path.sh)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
@@ -29,8 +36,8 @@
 
 static int usage(void)
 {
-        fprintf(stderr, "usage: fw-tool [-s STATE_DIR] [-t TABLE] set|get|drift|remove|render|reconcile ...\n"
-                        "       fw-tool probe-tcp HOST PORT MS | probe-ping HOST MS | serve PORT...\n");
+        fprintf(stderr, "usage: fw-tool [-s STATE_DIR] [-t TABLE] set|get|drift|remove|render|reconcile|table ...\n"
+                        "       fw-tool probe-tcp HOST PORT MS | probe-ping HOST MS | probe-udp HOST PORT MS | serve PORT...\n");
         return 2;
 }
 
@@ -99,6 +106,52 @@ static int probe_tcp(const char *host, int port, int ms)
         }
         close(fd);
         printf("%s\n", result);
+        return 0;
+}
+
+static int probe_udp(const char *host, int port, int ms)
+{
+        struct sockaddr_storage ss;
+        socklen_t len;
+        if (resolve(host, port, &ss, &len) < 0)
+                return usage();
+        int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
+                return 1;
+        const char *result = "timeout";
+        char byte = 0;
+        if (send(fd, &byte, 1, 0) < 0)
+                result = errno == ECONNREFUSED ? "refused" : "unreachable";
+        else {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                if (poll(&p, 1, ms) > 0 && recv(fd, &byte, 1, MSG_DONTWAIT) < 0)
+                        result = errno == ECONNREFUSED ? "refused" : "unreachable";
+                else if (p.revents & POLLIN)
+                        result = "ok";
+        }
+        close(fd);
+        printf("%s\n", result);
+        return 0;
+}
+
+static int blast(const char *host, int port, long count)
+{
+        struct sockaddr_storage ss;
+        socklen_t len;
+        if (resolve(host, port, &ss, &len) < 0 || count <= 0)
+                return usage();
+        int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
+                return 1;
+        char payload[64] = { 0 };
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (long i = 0; i < count; i++)
+                (void)send(fd, payload, sizeof(payload), 0); /* ICMP errors coming back fail a send now and then */
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        close(fd);
+        double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+        printf("%.0f\n", ns / (double)count);
         return 0;
 }
 
@@ -216,6 +269,8 @@ int main(int argc, char **argv)
                         opt.state_dir = argv[i + 1];
                 else if (argv[i][1] == 't')
                         opt.table = argv[i + 1];
+                else if (argv[i][1] == 'n')
+                        opt.shards = (unsigned)atoi(argv[i + 1]);
                 else
                         return usage();
         }
@@ -227,6 +282,10 @@ int main(int argc, char **argv)
 
         if (streq(cmd, "probe-tcp") && left == 3)
                 return probe_tcp(args[0], atoi(args[1]), atoi(args[2]));
+        if (streq(cmd, "blast") && left == 3)
+                return blast(args[0], atoi(args[1]), atol(args[2]));
+        if (streq(cmd, "probe-udp") && left == 3)
+                return probe_udp(args[0], atoi(args[1]), atoi(args[2]));
         if (streq(cmd, "probe-ping") && left == 2)
                 return probe_ping(args[0], atoi(args[1]));
         if (streq(cmd, "serve") && left >= 1)
@@ -236,6 +295,13 @@ int main(int argc, char **argv)
         struct fw_config cfg, live;
         proto_fw_init(&cfg);
         proto_fw_init(&live);
+        if (streq(cmd, "table") && left == 1) {
+                char table[FW_TABLE_NAME_MAX];
+                if (fw_server_table(opt.table, 0, args[0], table, &err) < 0)
+                        return fail(&err);
+                printf("%s\n", table);
+                return 0;
+        }
         if (streq(cmd, "render") && left == 2) {
                 char *text = NULL;
                 if (load_config(args[1], &cfg, &err) < 0 || fw_render_set(opt.table, args[0], &cfg, &text, &err) < 0)

@@ -22,6 +22,7 @@
 #include "fw-test.h"
 
 #define VPS "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
+#define TABLE "nodeagent-06" /* VPS's shard table (test_shards checks it) */
 
 static void load(const char *name, struct fw_config *cfg)
 {
@@ -50,8 +51,8 @@ static void check_parse_back(const struct fw_config *cfg)
 {
         struct fw_batch b;
         struct na_error err = NA_ERROR_INIT;
-        fw_batch_init(&b, FW_DEFAULT_TABLE);
-        assert_int_equal(fw_build_server(&b, VPS, cfg, &err), 0);
+        fw_batch_init(&b, TABLE);
+        assert_int_equal(fw_build_server(&b, TABLE, VPS, cfg, &err), 0);
         struct nftnl_rule *in[4096], *out[4096];
         size_t n_in = 0, n_out = 0;
         bool elem_added = false, elem_deleted = false;
@@ -133,8 +134,8 @@ static void test_remove(void **state)
         (void)state;
         struct fw_batch b;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
-        fw_batch_init(&b, "agent_fw");
-        assert_int_equal(fw_build_remove(&b, "nav6f1c2a3b4c5d", &err), 0);
+        fw_batch_init(&b, "agent_fw-03");
+        assert_int_equal(fw_build_remove(&b, "agent_fw-03", "nav6f1c2a3b4c5d", &err), 0);
         char *text = NULL;
         assert_int_equal(fw_batch_render(&b, &text, &err), 0);
         fwt_golden("tests/firewall/golden/remove.txt", text);
@@ -151,9 +152,9 @@ static void test_serialize(void **state)
         assign_ids(&cfg);
         struct fw_batch b;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
-        fw_batch_init(&b, FW_DEFAULT_TABLE);
-        assert_int_equal(fw_build_infra(&b, &err), 0);
-        assert_int_equal(fw_build_server(&b, VPS, &cfg, &err), 0);
+        fw_batch_init(&b, TABLE);
+        assert_int_equal(fw_build_infra(&b, TABLE, &err), 0);
+        assert_int_equal(fw_build_server(&b, TABLE, VPS, &cfg, &err), 0);
         char *wire = NULL;
         size_t len = 0;
         assert_int_equal(fw_batch_serialize(&b, 100, &wire, &len, &err), 0);
@@ -173,11 +174,45 @@ static void test_serialize(void **state)
         proto_fw_clear(&cfg);
 }
 
+/* The shard of a server is a fixed function of its tap name: operators and tests can compute it. */
+static void test_shards(void **state)
+{
+        (void)state;
+        char table[FW_TABLE_NAME_MAX];
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_server_table(NULL, 0, VPS, table, &err), 0);
+        assert_string_equal(table, TABLE);
+        assert_int_equal(fw_server_table("fw", 4, "11111111-2222-4333-8444-555555555555", table, &err), 0);
+        assert_string_equal(table, "fw-02"); /* FNV-1a("nav111111112222") % 16 = 2, % 4 = 2 */
+        assert_int_equal(fw_server_table(NULL, 1, VPS, table, &err), 0);
+        assert_string_equal(table, "nodeagent-00");
+        assert_int_equal(fw_server_table(NULL, 0, "not-an-id", table, &err), -EINVAL);
+        assert_int_equal(fw_server_table("no spaces", 0, VPS, table, &err), -EINVAL);
+        /* ids as the controller makes them (random v4) spread evenly: 1,600 servers, 100 a shard on average */
+        unsigned count[FW_DEFAULT_SHARDS] = { 0 };
+        for (unsigned i = 0; i < 1600; i++) {
+                char id[40], ifname[NA_IFNAME_LEN];
+                uint32_t x = i * 2654435761u;
+                snprintf(id, sizeof(id), "%08x-%04x-4000-8000-000000000000", x, i);
+                assert_int_equal(na_vps_ifname(id, ifname), 0);
+                count[fw_shard_of(ifname, FW_DEFAULT_SHARDS)]++;
+        }
+        for (unsigned s = 0; s < FW_DEFAULT_SHARDS; s++)
+                assert_in_range(count[s], 60, 140);
+        unsigned shard = 99;
+        assert_true(fw_shard_parse("nodeagent", "nodeagent-15", &shard));
+        assert_int_equal(shard, 15);
+        assert_false(fw_shard_parse("nodeagent", "nodeagent", &shard));
+        assert_false(fw_shard_parse("nodeagent", "nodeagent_apps", &shard));
+        assert_false(fw_shard_parse("nodeagent", "nodeagent-1", &shard));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_basic),  cmocka_unit_test(test_all_fields), cmocka_unit_test(test_disabled),
                 cmocka_unit_test(test_empty),  cmocka_unit_test(test_remove),     cmocka_unit_test(test_serialize),
+                cmocka_unit_test(test_shards),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

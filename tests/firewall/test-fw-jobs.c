@@ -279,7 +279,7 @@ static void test_drift_event(void **state)
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
         _cleanup_json_ json_t *data = NULL, *after = NULL;
         assert_int_equal(run(&e->services, "vps.firewall.set", SET, &data, &err), 0);
-        assert_int_equal(fwt_nft(NULL, "add rule inet nodeagent nav6f1c2a3b4c5d-out tcp dport 25 drop"), 0);
+        assert_int_equal(fwt_nft(NULL, "add rule inet nodeagent-06 nav6f1c2a3b4c5d-out tcp dport 25 drop"), 0);
         assert_int_equal(run(&e->services, "vps.firewall.get", NULL, &after, &err), 0);
         assert_int_equal(json_array_size(events), 1);
         json_t *ev = json_array_get(events, 0);

@@ -19,8 +19,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libmnl/libmnl.h>
+#include <libnftnl/common.h>
+#include <libnftnl/gen.h>
+#include <linux/netfilter/nf_tables.h>
+
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
+#include "firewall/fw-internal.h"
 #include "firewall/fw.h"
 #include "fw-test.h"
 
@@ -31,6 +37,9 @@
 #define VPS3 "11111111-2222-4333-8444-555555555555"
 #define VPS4 "99999999-aaaa-4bbb-8ccc-dddddddddddd"
 #define IF4 "nav99999999aaaa"
+/* the shard tables (FNV-1a of the tap name % 16): VPS1, VPS2 and VPS4 in 06, VPS3 in 02 */
+#define T1 "nodeagent-06"
+#define T3 "nodeagent-02"
 
 struct env {
         char dir[64];
@@ -64,6 +73,8 @@ static void rm_state(const char *dir)
         for (size_t i = 0; i < 4; i++) {
                 char file[600];
                 snprintf(file, sizeof(file), "%s/%s.json", path, ids[i]);
+                unlink(file);
+                snprintf(file, sizeof(file), "%s/%s.nl", path, ids[i]);
                 unlink(file);
         }
         rmdir(path);
@@ -149,7 +160,7 @@ static void with_ids(const struct fw_config *in, uint32_t next, struct fw_config
 static void golden_listing(const char *name)
 {
         char *listing = NULL;
-        assert_int_equal(fwt_nft(&listing, "-s list table inet nodeagent"), 0);
+        assert_int_equal(fwt_nft(&listing, "-s list table inet " T1), 0);
         char rel[256];
         snprintf(rel, sizeof(rel), "tests/firewall/golden/%s.nft", name);
         fwt_golden(rel, listing);
@@ -213,10 +224,10 @@ static void test_disabled(void **state)
         set_ok(e->fw, VPS1, &cfg, &live);
         assert_same(&live, &cfg);
         char *out = NULL;
-        assert_int_equal(fwt_nft(&out, "list map inet nodeagent vps-in-map"), 0);
+        assert_int_equal(fwt_nft(&out, "list map inet " T1 " vps-in-map"), 0);
         assert_null(strstr(out, IF1));
         free(out);
-        assert_int_equal(fwt_nft(&out, "list chain inet nodeagent " IF1 "-in"), 0);
+        assert_int_equal(fwt_nft(&out, "list chain inet " T1 " " IF1 "-in"), 0);
         assert_non_null(strstr(out, "tcp dport 22"));
         free(out);
         /* on again: dispatched */
@@ -224,7 +235,7 @@ static void test_disabled(void **state)
         proto_fw_clear(&live);
         set_ok(e->fw, VPS1, &cfg, &live);
         assert_true(live.enabled);
-        assert_int_equal(fwt_nft(&out, "list map inet nodeagent vps-in-map"), 0);
+        assert_int_equal(fwt_nft(&out, "list map inet " T1 " vps-in-map"), 0);
         assert_non_null(strstr(out, "\"" IF1 "\" : jump " IF1 "-in"));
         free(out);
         proto_fw_clear(&cfg);
@@ -293,8 +304,8 @@ static void test_atomic_conflict(void **state)
         set_ok(e->fw, VPS1, &a, &live);
         proto_fw_clear(&live);
         /* by hand: the server's interface already dispatched elsewhere */
-        assert_int_equal(fwt_nft(NULL, "add chain inet nodeagent elsewhere"), 0);
-        assert_int_equal(fwt_nft(NULL, "add element inet nodeagent vps-in-map { " IF1 " : jump elsewhere }"), 0);
+        assert_int_equal(fwt_nft(NULL, "add chain inet " T1 " elsewhere"), 0);
+        assert_int_equal(fwt_nft(NULL, "add element inet " T1 " vps-in-map { " IF1 " : jump elsewhere }"), 0);
 
         load("basic", &b);
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
@@ -311,7 +322,7 @@ static void test_atomic_conflict(void **state)
         assert_same(&got, &a);
         proto_fw_clear(&got);
         char *out = NULL;
-        assert_int_equal(fwt_nft(&out, "list chain inet nodeagent " IF1 "-in"), 0);
+        assert_int_equal(fwt_nft(&out, "list chain inet " T1 " " IF1 "-in"), 0);
         assert_null(strstr(out, "dport 80"));
         assert_null(strstr(out, "icmp"));
         free(out);
@@ -336,8 +347,8 @@ static void test_atomic_middle(void **state)
         load("basic", &a);
         set_ok(e->fw, VPS1, &a, &live);
         /* by hand: another chain jumps to the server's inbound chain, so it cannot be deleted */
-        assert_int_equal(fwt_nft(NULL, "add chain inet nodeagent other"), 0);
-        assert_int_equal(fwt_nft(NULL, "add rule inet nodeagent other jump " IF1 "-in"), 0);
+        assert_int_equal(fwt_nft(NULL, "add chain inet " T1 " other"), 0);
+        assert_int_equal(fwt_nft(NULL, "add rule inet " T1 " other jump " IF1 "-in"), 0);
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
         assert_true(fw_remove(e->fw, VPS1, &err) < 0);
         assert_string_equal(err.code, NA_E_DRIVER);
@@ -351,12 +362,12 @@ static void test_atomic_middle(void **state)
         _cleanup_json_ json_t *reasons = NULL;
         assert_int_equal(drift(e->fw, VPS1, &reasons), 0); /* stored configuration kept too */
 
-        assert_int_equal(fwt_nft(NULL, "flush chain inet nodeagent other"), 0);
-        assert_int_equal(fwt_nft(NULL, "delete chain inet nodeagent other"), 0);
+        assert_int_equal(fwt_nft(NULL, "flush chain inet " T1 " other"), 0);
+        assert_int_equal(fwt_nft(NULL, "delete chain inet " T1 " other"), 0);
         _cleanup_na_error_ struct na_error rerr = NA_ERROR_INIT;
         assert_int_equal(fw_remove(e->fw, VPS1, &rerr), 0);
         char *out = NULL;
-        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_int_equal(fwt_nft(&out, "list ruleset"), 0);
         assert_null(strstr(out, IF1));
         free(out);
         proto_fw_clear(&a);
@@ -373,8 +384,8 @@ static void test_drift(void **state)
         assert_int_equal(drift(e->fw, VPS1, &reasons), 0);
 
         /* by hand: a rule inserted at the top, and the outbound chain emptied */
-        assert_int_equal(fwt_nft(NULL, "insert rule inet nodeagent " IF1 "-in tcp dport 23 accept"), 0);
-        assert_int_equal(fwt_nft(NULL, "flush chain inet nodeagent " IF1 "-out"), 0);
+        assert_int_equal(fwt_nft(NULL, "insert rule inet " T1 " " IF1 "-in tcp dport 23 accept"), 0);
+        assert_int_equal(fwt_nft(NULL, "flush chain inet " T1 " " IF1 "-out"), 0);
         json_decref(reasons);
         reasons = NULL;
         assert_true(drift(e->fw, VPS1, &reasons) >= 4);
@@ -399,7 +410,7 @@ static void test_drift(void **state)
         assert_int_equal(drift(e->fw, VPS1, &reasons), 0);
 
         /* a rule the configuration cannot express is left out and reported */
-        assert_int_equal(fwt_nft(NULL, "add rule inet nodeagent " IF1 "-in meta mark 42 accept"), 0);
+        assert_int_equal(fwt_nft(NULL, "add rule inet " T1 " " IF1 "-in meta mark 42 accept"), 0);
         json_decref(reasons);
         reasons = NULL;
         assert_int_equal(drift(e->fw, VPS1, &reasons), 2);
@@ -416,7 +427,7 @@ static void test_hand_written_set(void **state)
         struct fw_config a, live, got;
         load("disabled", &a);
         set_ok(e->fw, VPS1, &a, &live);
-        assert_int_equal(fwt_nft(NULL, "add rule inet nodeagent " IF1 "-in ip6 saddr 2001:db8::/48 udp dport { 5353, 53 } "
+        assert_int_equal(fwt_nft(NULL, "add rule inet " T1 " " IF1 "-in ip6 saddr 2001:db8::/48 udp dport { 5353, 53 } "
                                        "counter drop comment \"dns\""),
                          0);
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
@@ -472,7 +483,7 @@ static void test_reconcile(void **state)
                 assert_int_equal(drift(e->fw, ids[i], &reasons), 0);
         }
         char *out = NULL;
-        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_int_equal(fwt_nft(&out, "list ruleset"), 0);
         assert_non_null(strstr(out, IF4 "-in"));
         free(out);
 
@@ -481,7 +492,7 @@ static void test_reconcile(void **state)
         assert_int_equal(fw_reconcile(e->fw, known, &st, &err), 0);
         assert_int_equal(st.applied, 2);
         assert_int_equal(st.removed, 2);
-        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_int_equal(fwt_nft(&out, "list ruleset"), 0);
         assert_null(strstr(out, IF4));
         assert_null(strstr(out, "nav111111112222"));
         assert_non_null(strstr(out, IF1 "-in"));
@@ -498,7 +509,7 @@ static void test_reconcile(void **state)
         const char *none[] = { NULL };
         assert_int_equal(fw_reconcile(e->fw, none, &st, &err), 0);
         assert_int_equal(st.removed, 2);
-        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_int_equal(fwt_nft(&out, "list ruleset"), 0);
         assert_null(strstr(out, "nav"));
         free(out);
         proto_fw_clear(&a);
@@ -521,7 +532,7 @@ static void test_remove(void **state)
         assert_int_equal(fw_remove(e->fw, VPS1, &err), 0);
         assert_int_equal(fw_remove(e->fw, VPS1, &err), 0);
         char *out = NULL;
-        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_int_equal(fwt_nft(&out, "list ruleset"), 0);
         assert_null(strstr(out, IF1));
         assert_non_null(strstr(out, IF2)); /* the other server is untouched */
         free(out);
@@ -558,12 +569,12 @@ static void test_max_and_heal(void **state)
         assert_same(&live, &want);
         proto_fw_clear(&live);
 
-        assert_int_equal(fwt_nft(NULL, "flush chain inet nodeagent vps-in"), 0);
-        assert_int_not_equal(fwt_nft(NULL, "delete map inet nodeagent vps-out-map"), 0); /* in use */
+        assert_int_equal(fwt_nft(NULL, "flush chain inet " T1 " vps-in"), 0);
+        assert_int_not_equal(fwt_nft(NULL, "delete map inet " T1 " vps-out-map"), 0); /* in use */
         set_ok(e->fw, VPS1, &want, &live);
         assert_same(&live, &want);
         char *out = NULL;
-        assert_int_equal(fwt_nft(&out, "list chain inet nodeagent vps-in"), 0);
+        assert_int_equal(fwt_nft(&out, "list chain inet " T1 " vps-in"), 0);
         assert_non_null(strstr(out, "oifname vmap @vps-in-map"));
         free(out);
         proto_fw_clear(&cfg);
@@ -634,7 +645,7 @@ static void test_table_and_netns(void **state)
         assert_null(strstr(out, "custom-T_1")); /* not here */
         free(out);
         assert_int_equal(setns(home, CLONE_NEWNET), 0);
-        assert_int_equal(fwt_nft(&out, "list chain inet custom-T_1 " IF1 "-in"), 0);
+        assert_int_equal(fwt_nft(&out, "list chain inet custom-T_1-06 " IF1 "-in"), 0);
         assert_non_null(strstr(out, "tcp dport 22"));
         free(out);
         fw_close(fw);
@@ -703,6 +714,280 @@ static void test_concurrent(void **state)
         }
 }
 
+/* The ruleset's generation: the kernel adds one per committed batch. */
+static uint32_t genid(void)
+{
+        struct mnl_socket *nl = mnl_socket_open(NETLINK_NETFILTER);
+        assert_non_null(nl);
+        assert_int_equal(mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID), 0);
+        char buf[8192];
+        struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETGEN, AF_UNSPEC, NLM_F_ACK, 1);
+        assert_true(mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) >= 0);
+        ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+        assert_true(n > 0);
+        struct nftnl_gen *g = nftnl_gen_alloc();
+        assert_int_equal(nftnl_gen_nlmsg_parse((struct nlmsghdr *)(void *)buf, g), 0);
+        uint32_t id = nftnl_gen_get_u32(g, NFTNL_GEN_ID);
+        nftnl_gen_free(g);
+        mnl_socket_close(nl);
+        return id;
+}
+
+/* The layout before shards, as an older agent left it: one table "nodeagent", the same objects. */
+static void old_layout(void)
+{
+        static const struct {
+                const char *id, *cfg;
+        } servers[] = {
+                /* VPS1: has a stored configuration (the agent re-applies that) */
+                { VPS1, "{\"enabled\": true, \"inboundPolicy\": \"deny\", \"outboundPolicy\": \"allow\", \"rules\": ["
+                        "{\"type\": \"inbound\", \"protocol\": \"tcp\", \"port\": \"9999\", \"action\": \"allow\"}]}" },
+                /* VPS4: known, nothing stored: carried over as it is */
+                { VPS4, "{\"enabled\": true, \"inboundPolicy\": \"deny\", \"outboundPolicy\": \"allow\", \"rules\": ["
+                        "{\"id\": 7, \"type\": \"inbound\", \"protocol\": \"tcp\", \"port\": \"4444\", \"action\": \"allow\"}]}" },
+                /* VPS3: unknown: goes with the old table */
+                { VPS3, "{\"enabled\": true, \"inboundPolicy\": \"deny\", \"outboundPolicy\": \"allow\", \"rules\": []}" },
+        };
+        struct fw_batch b;
+        struct fw_nl nl;
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        fw_batch_init(&b, "nodeagent");
+        assert_int_equal(fw_build_infra(&b, "nodeagent", &err), 0);
+        for (size_t i = 0; i < ARRAY_SIZE(servers); i++) {
+                struct fw_config cfg;
+                fwt_config(servers[i].cfg, &cfg);
+                for (size_t k = 0; k < cfg.n_rules; k++)
+                        cfg.rules[k].id = cfg.rules[k].id ? cfg.rules[k].id : 1;
+                assert_int_equal(fw_build_server(&b, "nodeagent", servers[i].id, &cfg, &err), 0);
+                proto_fw_clear(&cfg);
+        }
+        assert_int_equal(fw_nl_open(&nl, -1, &err), 0);
+        if (fw_nl_apply(&nl, &b, &err) < 0)
+                fail_msg("old layout: %s", err.message);
+        fw_nl_close(&nl);
+        fw_batch_clear(&b);
+}
+
+/* The single table of the layout before shards is taken over in ONE batch: never both layouts, never neither. */
+static void test_migration(void **state)
+{
+        struct env *e = *state;
+        struct fw_config a, live, got;
+        load("basic", &a);
+        set_ok(e->fw, VPS1, &a, &live); /* stored (and applied in its shard: removed again below) */
+        proto_fw_clear(&live);
+        assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+        old_layout();
+
+        /* until the agent's start, the old table is read (and fw_get says what it enforces) */
+        struct fw *fw = NULL;
+        struct fw_options opt = { .state_dir = e->dir, .netns_fd = -1 };
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_open(&opt, &fw, &err), 0);
+        assert_int_equal(fw_get(fw, VPS4, &got, &err), 0);
+        assert_int_equal(got.n_rules, 1);
+        assert_int_equal(got.rules[0].port.v[0], 4444);
+        assert_int_equal(got.rules[0].id, 7);
+        proto_fw_clear(&got);
+
+        uint32_t before = genid();
+        const char *known[] = { VPS1, VPS4, NULL };
+        struct fw_reconcile_stats st;
+        assert_int_equal(fw_reconcile(fw, known, &st, &err), 0);
+        assert_int_equal(genid(), before + 1); /* one commit */
+        assert_int_equal(st.applied, 2);
+        char *out = NULL;
+        assert_int_equal(fwt_nft(&out, "list tables"), 0);
+        assert_null(strstr(out, "table inet nodeagent\n"));
+        assert_non_null(strstr(out, "table inet nodeagent-00\n"));
+        assert_non_null(strstr(out, "table inet nodeagent-15\n"));
+        free(out);
+        assert_int_equal(fwt_nft(&out, "list ruleset"), 0);
+        assert_null(strstr(out, "nav111111112222")); /* unknown: gone with the old table */
+        assert_null(strstr(out, "dport 9999")); /* VPS1: its stored configuration, not the old rules */
+        free(out);
+        /* VPS1 from its stored configuration, VPS4 carried over, both dispatched in their shard */
+        _cleanup_json_ json_t *reasons = NULL;
+        assert_int_equal(drift(fw, VPS1, &reasons), 0);
+        assert_int_equal(fw_get(fw, VPS4, &got, &err), 0);
+        assert_true(got.enabled);
+        assert_int_equal(got.n_rules, 1);
+        assert_int_equal(got.rules[0].port.v[0], 4444);
+        assert_int_equal(got.rules[0].id, 7);
+        assert_int_equal(got.inbound_policy, FW_ACTION_DENY);
+        proto_fw_clear(&got);
+        assert_int_equal(fwt_nft(&out, "list map inet " T1 " vps-in-map"), 0);
+        assert_non_null(strstr(out, IF1));
+        assert_non_null(strstr(out, IF4));
+        free(out);
+
+        /* fewer shards: the tables beyond go, their servers move, in one batch again */
+        fw_close(fw);
+        opt.shards = 4;
+        assert_int_equal(fw_open(&opt, &fw, &err), 0);
+        before = genid();
+        assert_int_equal(fw_reconcile(fw, known, &st, &err), 0);
+        assert_int_equal(genid(), before + 1);
+        assert_int_equal(fwt_nft(&out, "list tables"), 0);
+        assert_non_null(strstr(out, "table inet nodeagent-03\n"));
+        assert_null(strstr(out, "table inet nodeagent-04\n"));
+        free(out);
+        json_decref(reasons);
+        reasons = NULL;
+        assert_int_equal(drift(fw, VPS1, &reasons), 0);
+        assert_int_equal(fwt_nft(&out, "list chain inet nodeagent-02 " IF1 "-in"), 0); /* 6 % 4 */
+        free(out);
+
+        /* the usual start: one commit per shard table */
+        before = genid();
+        assert_int_equal(fw_reconcile(fw, known, &st, &err), 0);
+        assert_int_equal(genid(), before + 4);
+
+        /* 5 shards: tables 00..03 stay, but VPS1 (stored) and VPS4 (carried) belong elsewhere now: one batch */
+        fw_close(fw);
+        opt.shards = 5;
+        assert_int_equal(fw_open(&opt, &fw, &err), 0);
+        before = genid();
+        assert_int_equal(fw_reconcile(fw, known, &st, &err), 0);
+        assert_int_equal(genid(), before + 1);
+        assert_int_equal(st.applied, 2);
+        assert_int_equal(st.removed, 0);
+        assert_int_equal(fwt_nft(&out, "list table inet nodeagent-02"), 0); /* theirs with 4 shards */
+        assert_null(strstr(out, IF1));
+        assert_null(strstr(out, IF4));
+        free(out);
+        assert_int_equal(fwt_nft(&out, "list chain inet nodeagent-00 " IF1 "-in"), 0); /* FNV-1a % 5 */
+        free(out);
+        json_decref(reasons);
+        reasons = NULL;
+        assert_int_equal(drift(fw, VPS1, &reasons), 0);
+        assert_int_equal(fw_get(fw, VPS4, &got, &err), 0);
+        assert_int_equal(got.n_rules, 1);
+        assert_int_equal(got.rules[0].port.v[0], 4444);
+        proto_fw_clear(&got);
+        char path[512];
+        struct stat sb;
+        snprintf(path, sizeof(path), "%s/firewall/%s.json", e->dir, VPS1);
+        assert_int_equal(stat(path, &sb), 0); /* moved, not removed */
+        fw_close(fw);
+        proto_fw_clear(&a);
+}
+
+/* The kernel refuses one server while migrating: the others move, it stays filtered by the old table. */
+static void test_migration_refused(void **state)
+{
+        struct env *e = *state;
+        struct fw_config a, live, got;
+        load("basic", &a);
+        set_ok(e->fw, VPS1, &a, &live);
+        proto_fw_clear(&live);
+        set_ok(e->fw, VPS3, &a, &live);
+        proto_fw_clear(&live);
+        assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+        old_layout();
+        /* VPS3's shard already dispatches its interface elsewhere (by hand): its batch is refused */
+        assert_int_equal(fwt_nft(NULL, "add table inet " T3), 0);
+        assert_int_equal(fwt_nft(NULL, "add map inet " T3 " vps-in-map { type ifname : verdict ; }"), 0);
+        assert_int_equal(fwt_nft(NULL, "add chain inet " T3 " elsewhere"), 0);
+        assert_int_equal(fwt_nft(NULL, "add element inet " T3 " vps-in-map { nav111111112222 : jump elsewhere }"), 0);
+
+        struct fw *fw = NULL;
+        struct fw_options opt = { .state_dir = e->dir, .netns_fd = -1 };
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_open(&opt, &fw, &err), 0);
+        const char *known[] = { VPS1, VPS3, VPS4, NULL };
+        struct fw_reconcile_stats st;
+        assert_true(fw_reconcile(fw, known, &st, &err) < 0);
+        assert_non_null(strstr(err.message, "vps " VPS3));
+        assert_int_equal(st.failed, 1);
+        assert_int_equal(st.applied, 2); /* VPS1 and VPS4 moved */
+        char *out = NULL;
+        /* the old table stays for VPS3 alone; VPS1 and VPS4 left it in their own batch */
+        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_non_null(strstr(out, "nav111111112222-in"));
+        assert_null(strstr(out, IF1));
+        assert_null(strstr(out, IF4));
+        free(out);
+        _cleanup_json_ json_t *reasons = NULL;
+        assert_int_equal(drift(fw, VPS1, &reasons), 0);
+        /* VPS3 reads from the old table; a change once the conflict is gone moves it out of it */
+        assert_int_equal(fw_get(fw, VPS3, &got, &err), 0);
+        assert_true(got.enabled);
+        proto_fw_clear(&got);
+        assert_int_equal(fwt_nft(NULL, "delete element inet " T3 " vps-in-map { nav111111112222 }"), 0);
+        set_ok(fw, VPS3, &a, &live);
+        proto_fw_clear(&live);
+        assert_int_equal(fwt_nft(&out, "list table inet nodeagent"), 0);
+        assert_null(strstr(out, "nav111111112222"));
+        free(out);
+        json_decref(reasons);
+        reasons = NULL;
+        assert_int_equal(drift(fw, VPS3, &reasons), 0);
+        /* the next start deletes the old table */
+        assert_int_equal(fw_reconcile(fw, known, &st, &err), 0);
+        assert_int_not_equal(fwt_nft(NULL, "list table inet nodeagent"), 0);
+        fw_close(fw);
+        proto_fw_clear(&a);
+}
+
+/* The operations kept beside a stored configuration are used only while they match it. */
+static void test_wire_cache(void **state)
+{
+        struct env *e = *state;
+        struct fw_config a, b, live, got;
+        load("basic", &a);
+        load("all-fields", &b);
+        set_ok(e->fw, VPS1, &a, &live);
+        proto_fw_clear(&live);
+        char json[512], nl[512];
+        snprintf(json, sizeof(json), "%s/firewall/%s.json", e->dir, VPS1);
+        snprintf(nl, sizeof(nl), "%s/firewall/%s.nl", e->dir, VPS1);
+        struct stat sb;
+        assert_int_equal(stat(nl, &sb), 0);
+
+        /* after a reboot: the start sends what is kept */
+        assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+        struct fw_reconcile_stats st;
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(fw_reconcile(e->fw, NULL, &st, &err), 0);
+        _cleanup_json_ json_t *reasons = NULL;
+        assert_int_equal(drift(e->fw, VPS1, &reasons), 0);
+
+        /* the .json replaced behind its back (another configuration): the kept operations are not used */
+        struct fw_config bi;
+        with_ids(&b, 1, &bi);
+        _cleanup_json_ json_t *j = proto_fw_encode(&bi);
+        json_object_set_new(j, "nextRuleId", json_integer(100));
+        char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        assert_int_equal(na_atomic_write(json, text, strlen(text), 0600, &err), 0);
+        free(text);
+        assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+        assert_int_equal(fw_reconcile(e->fw, NULL, &st, &err), 0);
+        assert_int_equal(fw_get(e->fw, VPS1, &got, &err), 0);
+        assert_same(&got, &bi);
+        proto_fw_clear(&got);
+
+        /* kept operations that are damaged are not used either */
+        set_ok(e->fw, VPS1, &a, &live);
+        int fd = open(nl, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(pwrite(fd, "\xff\xff\xff\xff", 4, sb.st_size - 8), 4);
+        close(fd);
+        assert_int_equal(fwt_nft(NULL, "flush ruleset"), 0);
+        assert_int_equal(fw_reconcile(e->fw, NULL, &st, &err), 0);
+        assert_int_equal(fw_get(e->fw, VPS1, &got, &err), 0);
+        assert_same(&got, &live);
+        proto_fw_clear(&got);
+
+        /* removed with the server */
+        assert_int_equal(fw_remove(e->fw, VPS1, &err), 0);
+        assert_int_equal(stat(nl, &sb), -1);
+        proto_fw_clear(&live);
+        proto_fw_clear(&bi);
+        proto_fw_clear(&a);
+        proto_fw_clear(&b);
+}
+
 int main(void)
 {
         if (!fwt_private_netns()) {
@@ -724,6 +1009,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_corrupt_state, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_table_and_netns, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_migration, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_migration_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wire_cache, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,9 +12,8 @@
 #   traffic.sh FW_TOOL
 set -eu
 tool=$1
-[ "$(id -u)" -eq 0 ] || { echo "traffic: needs root"; exit 77; }
-command -v ip >/dev/null || { echo "traffic: needs iproute2"; exit 77; }
-command -v nft >/dev/null || { echo "traffic: needs nft"; exit 77; }
+. "$(dirname "$0")/traffic-lib.sh"
+needs traffic
 
 vps=6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b
 tap=nav6f1c2a3b4c5d
@@ -56,17 +55,9 @@ ip netns exec $s "$tool" serve 22 25 8080 8081 >/dev/null &
 pids="$pids $!"
 ip netns exec $c "$tool" serve 9000 >/dev/null &
 pids="$pids $!"
-# listening yet? (a bounded wait on readiness, not a timed assertion)
-for n in $s $c; do
-	port=22
-	[ $n = $c ] && port=9000
-	i=0
-	until [ "$(ip netns exec $n "$tool" probe-tcp 127.0.0.1 $port 500)" = ok ]; do
-		i=$((i + 1))
-		[ $i -lt 100 ] || { echo "traffic: server in $n did not start"; exit 1; }
-		sleep 0.05
-	done
-done
+# listening yet?
+wait_ok $s "the server in $s did not start" probe-tcp 127.0.0.1 22 500
+wait_ok $c "the server in $c did not start" probe-tcp 127.0.0.1 9000 500
 
 # both address families routed end to end yet? (neighbour discovery; bounded wait, not an assertion)
 for dst in 10.77.1.2 fd77:1::2; do
@@ -77,18 +68,6 @@ for dst in 10.77.1.2 fd77:1::2; do
 	done
 done
 
-failures=0
-check() { # check WANT NETNS probe-tcp|probe-ping ARGS...
-	want=$1 ns=$2
-	shift 2
-	got=$(ip netns exec "$ns" "$tool" "$@")
-	if [ "$got" = "$want" ]; then
-		echo "ok   $* -> $got"
-	else
-		echo "FAIL $* -> $got (wanted $want)"
-		failures=$((failures + 1))
-	fi
-}
 apply() { # apply FILE: the library inside the router's namespace
 	ip netns exec $r "$tool" -s "$work/state" set $vps "$1" >"$work/live.json" || { echo "traffic: set $1 failed"; exit 1; }
 }
@@ -122,7 +101,7 @@ check timeout $c probe-tcp fd77:1::2 8080 $T
 check ok $c probe-ping fd77:1::2 $T
 check ok $s probe-tcp 10.77.2.2 9000 $T
 # the rule counted what it let through
-if ip netns exec $r nft list chain inet nodeagent $tap-in | grep -q 'tcp dport 22 counter packets [1-9]'; then
+if ip netns exec $r nft list chain inet "$("$tool" table $vps)" $tap-in | grep -q 'tcp dport 22 counter packets [1-9]'; then
 	echo "ok   the ssh rule's counter moved"
 else
 	echo "FAIL the ssh rule's counter did not move"

@@ -174,10 +174,22 @@ def events_and_metrics(s):
     check(before and any(p.get("cpuPercent", 0) > 0 for p in before), r)
 
 
-def nft_list(table="nodeagent"):
+def nft_list():
+    """The whole ruleset: the firewall's tables are the shards nodeagent-00 ... -15 (docs/firewall.md)."""
     import subprocess
-    r = subprocess.run(["nft", "list", "table", "inet", table], capture_output=True, text=True)
+    r = subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True)
     return r.stdout if r.returncode == 0 else ""
+
+
+def nft_chain_in(text):
+    """(table, chain) of the first server inbound chain in a listing."""
+    table = None
+    for line in text.splitlines():
+        if line.startswith("table inet "):
+            table = line.split()[2]
+        elif line.strip().startswith("chain nav") and "-in" in line:
+            return table, line.split()[1]
+    return None, None
 
 
 @needs("root", "netns")
@@ -233,8 +245,9 @@ def firewall(s):
 
     # A rule added by hand is drift: reported as an event, shown by get.
     import subprocess
-    chain = [line.split()[1] for line in text.splitlines() if line.strip().startswith("chain nav") and "-in" in line][0]
-    subprocess.run(["nft", "add", "rule", "inet", "nodeagent", chain, "tcp", "dport", "3306", "accept"], check=True)
+    table, chain = nft_chain_in(text)
+    check(table and table.startswith("nodeagent-"), text)
+    subprocess.run(["nft", "add", "rule", "inet", table, chain, "tcp", "dport", "3306", "accept"], check=True)
     r, _ = run.job("vps.firewall.get")
     check(len(r["data"]["rules"]) == 6, r)
     wait_for(lambda: any(e["type"] == "firewall.drift" and e["targetId"] == VPS
