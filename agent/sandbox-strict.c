@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
+#include <linux/netlink.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -87,11 +88,17 @@ static const char *const allowed[] = {
         ((uint64_t)(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | \
                     CLONE_NEWNET))
 #define LOW32 0xffffffffull
+#ifndef SOCK_TYPE_MASK
+#define SOCK_TYPE_MASK 0xf /* the kernel's: the type without SOCK_NONBLOCK and SOCK_CLOEXEC */
+#endif
 static const struct checked {
         const char *name;
         unsigned arg;
         enum scmp_compare op;
         uint64_t a, b;
+        /* a second comparison on another argument, when arg2 > 0: (args[arg2] & mask2) == value2 */
+        unsigned arg2;
+        uint64_t mask2, value2;
 } checked[] = {
         /* threads and fork: no new namespace (glibc falls back to clone when clone3 says ENOSYS) */
         { "clone", 0, SCMP_CMP_MASKED_EQ, NS_FLAGS, 0 },
@@ -99,12 +106,16 @@ static const struct checked {
         { "clone", 0, SCMP_CMP_EQ, CLONE_NEWUSER | CLONE_FILES | SIGCHLD, 0 },
         /* kill: one process, never -1 (every process) nor a process group; pid 0 (our own group) passes */
         { "kill", 0, SCMP_CMP_MASKED_EQ, 0xffffffff80000000ull, 0 },
-        /* sockets: the controller (inet, inet6), control socket, libvirt and monitors (unix),
-         * nftables and links (netlink) */
+        /* sockets: the control socket, libvirt, monitors and the exec helper (unix, any
+         * type); the controller, Prometheus and DNS (inet, inet6: stream or datagram, never
+         * raw); nftables and links (netlink: route and netfilter only) */
         { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_UNIX },
-        { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_INET },
-        { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_INET6 },
-        { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_NETLINK },
+        { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_INET, 1, SOCK_TYPE_MASK, SOCK_STREAM },
+        { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_INET, 1, SOCK_TYPE_MASK, SOCK_DGRAM },
+        { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_INET6, 1, SOCK_TYPE_MASK, SOCK_STREAM },
+        { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_INET6, 1, SOCK_TYPE_MASK, SOCK_DGRAM },
+        { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_NETLINK, 2, LOW32, NETLINK_ROUTE },
+        { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_NETLINK, 2, LOW32, NETLINK_NETFILTER },
         /* namespaces: only network ones (an app's network namespace, drivers/app/app-net-ns.c,
          * and nftables inside it, firewall/fw-netlink.c) */
         { "unshare", 0, SCMP_CMP_EQ, CLONE_NEWNET, 0 },
@@ -131,8 +142,11 @@ static int add_checked(scmp_filter_ctx ctx, struct na_error *err)
                 int nr = seccomp_syscall_resolve_name(c->name);
                 if (nr == __NR_SCMP_ERROR || nr < 0)
                         continue;
-                struct scmp_arg_cmp cmp = { .arg = c->arg, .op = c->op, .datum_a = c->a, .datum_b = c->b };
-                int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, cmp);
+                struct scmp_arg_cmp cmp[2] = {
+                        { .arg = c->arg, .op = c->op, .datum_a = c->a, .datum_b = c->b },
+                        { .arg = c->arg2, .op = SCMP_CMP_MASKED_EQ, .datum_a = c->mask2, .datum_b = c->value2 },
+                };
+                int r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, nr, c->arg2 > 0 ? 2 : 1, cmp);
                 if (r < 0)
                         return na_error_sys(err, -r, "seccomp: allow %s with argument %u checked", c->name, c->arg);
         }

@@ -2,8 +2,9 @@
  * sandbox = strict, the calls allowed only with some arguments (agent/sandbox-strict.c):
  * threads and fork still work (clone3 answers ENOSYS, glibc falls back to clone), a
  * clone, unshare or setns of a namespace kind the agent never makes is refused, as are
- * kill of -1 or of a process group, a socket of another family (AF_PACKET) and an
- * ioctl request the agent never makes; what the agent does use passes. Refused means
+ * kill of -1 or of a process group, a socket of another family (AF_PACKET), a raw inet
+ * socket, a netlink socket of another protocol (uevents) and an ioctl request the
+ * agent never makes; what the agent does use passes. Refused means
  * EPERM in release builds and the process killed by SIGSYS in debug builds, so each
  * case runs alone in a forked child (a filter cannot be undone).
  */
@@ -14,6 +15,8 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -42,6 +45,8 @@ enum step {
         KILL_GROUP_REFUSED,
         SOCKETS_PASS,
         SOCKET_PACKET_REFUSED,
+        SOCKET_RAW_INET_REFUSED,
+        SOCKET_NETLINK_UEVENT_REFUSED,
         IOCTL_TCGETS_PASSES,
         IOCTL_FIONREAD_REFUSED,
         UNSHARE_UTS_REFUSED,
@@ -81,9 +86,14 @@ static int step_run(enum step s)
         case KILL_GROUP_REFUSED:
                 return kill(-getpgrp(), 0) == -1 && errno == EPERM ? 0 : 7;
         case SOCKETS_PASS: {
-                static const int families[] = { AF_UNIX, AF_INET, AF_INET6, AF_NETLINK };
-                for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
-                        int fd = socket(families[i], SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                static const int kinds[][3] = {
+                        { AF_UNIX, SOCK_SEQPACKET, 0 },   { AF_INET, SOCK_STREAM, 0 },
+                        { AF_INET, SOCK_DGRAM, 0 },       { AF_INET6, SOCK_STREAM, 0 },
+                        { AF_INET6, SOCK_DGRAM, 0 },      { AF_NETLINK, SOCK_RAW, NETLINK_ROUTE },
+                        { AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER },
+                };
+                for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+                        int fd = socket(kinds[i][0], kinds[i][1] | SOCK_CLOEXEC | SOCK_NONBLOCK, kinds[i][2]);
                         if (fd < 0 && errno == EPERM)
                                 return 8; /* another error (no IPv6 here) is not the filter's */
                         if (fd >= 0)
@@ -93,6 +103,12 @@ static int step_run(enum step s)
         }
         case SOCKET_PACKET_REFUSED:
                 return socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0) == -1 && errno == EPERM ? 0 : 9;
+        case SOCKET_RAW_INET_REFUSED:
+                return socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP) == -1 && errno == EPERM ? 0 : 18;
+        case SOCKET_NETLINK_UEVENT_REFUSED:
+                return socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT) == -1 && errno == EPERM
+                               ? 0
+                               : 19;
         case IOCTL_TCGETS_PASSES: {
                 int p[2];
                 char buf[64];
@@ -160,6 +176,8 @@ static void test_socket_families(void **state)
         (void)state;
         assert_int_equal(run(SOCKETS_PASS), 0);
         assert_int_equal(run(SOCKET_PACKET_REFUSED), REFUSED);
+        assert_int_equal(run(SOCKET_RAW_INET_REFUSED), REFUSED);
+        assert_int_equal(run(SOCKET_NETLINK_UEVENT_REFUSED), REFUSED);
 }
 
 static void test_ioctl_requests(void **state)
