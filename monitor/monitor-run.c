@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <sched.h>
@@ -140,15 +141,57 @@ int mon_run_container(struct monitor *m, int fd_in, int fd_out, int fd_err, char
         return 0;
 }
 
+/*
+ * The delete helper, forked before the seccomp filter (which children would inherit,
+ * and crun needs far more than the monitor): it keeps only its end of a pipe, waits,
+ * and on a byte becomes `crun delete --force ID`; on end of file (the monitor died)
+ * it exits without deleting anything.
+ */
+int mon_delete_helper_start(struct monitor *m)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(p[0]);
+                close(p[1]);
+                return -e;
+        }
+        if (pid == 0) {
+                prctl(PR_SET_NAME, "na-monitor-del", 0, 0, 0);
+                close(p[1]);
+                if (p[0] > 3)
+                        close_range(3, (unsigned)p[0] - 1, 0);
+                close_range((unsigned)p[0] + 1, ~0u, 0);
+                char c;
+                if (RETRY_EINTR(read(p[0], &c, 1)) != 1)
+                        _exit(0);
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null < 0)
+                        _exit(125);
+                const char *const argv[] = { m->runtime, "--root", m->runtime_root, "delete", "--force", m->id, NULL };
+                child_exec(m, argv, null, null, null);
+        }
+        close(p[0]);
+        m->delete_pid = pid;
+        m->delete_fd = p[1];
+        return 0;
+}
+
 int mon_delete_container(struct monitor *m)
 {
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null < 0)
-                return -errno;
-        const char *const argv[] = { m->runtime, "--root", m->runtime_root, "delete", "--force", m->id, NULL };
+        if (m->delete_fd < 0 || m->delete_pid <= 0)
+                return -ECHILD;
+        ssize_t n = RETRY_EINTR(write(m->delete_fd, "d", 1));
+        closep(&m->delete_fd);
+        m->delete_fd = -1;
+        if (n != 1)
+                return -EPIPE; /* the helper is gone */
         int status;
-        int r = run_runtime(m, argv, null, null, null, MON_DELETE_TIMEOUT_MS, &status);
-        close(null);
+        int r = wait_child(m, m->delete_pid, MON_DELETE_TIMEOUT_MS, &status);
+        m->delete_pid = 0;
         if (r < 0)
                 return r;
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;

@@ -8,9 +8,14 @@
  *
  *   nodeagent-monitor --dir APPDIR --id ID --runtime /usr/bin/crun --runtime-root DIR
  *       --bundle DIR [--private-cgroup-ns] [--started-pattern REGEX] [--ring-bytes N]
- *       [--status-fd FD]
+ *       [--status-fd FD] [--seccomp on|log]
+ *
+ * Once crun has started the container, the monitor loads its own seccomp allow-list
+ * (monitor-seccomp.h); `--seccomp log` lets every call through and logs the ones not
+ * on the list (kernel audit lines, type=1326): for finding the list, never production.
  */
 #include "monitor/monitor.h"
+#include "monitor/monitor-seccomp.h"
 
 #include <fcntl.h>
 #include <getopt.h>
@@ -18,6 +23,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/epoll.h>
+#include <linux/seccomp.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -79,7 +85,7 @@ static bool id_ok(const char *id)
 
 static void parse_args(struct monitor *m, int argc, char **argv)
 {
-        enum { O_DIR = 256, O_ID, O_RUNTIME, O_ROOT, O_BUNDLE, O_PRIVNS, O_PATTERN, O_RING, O_STATUS };
+        enum { O_DIR = 256, O_ID, O_RUNTIME, O_ROOT, O_BUNDLE, O_PRIVNS, O_PATTERN, O_RING, O_STATUS, O_SECCOMP };
         static const struct option opts[] = {
                 { "dir", required_argument, NULL, O_DIR },
                 { "id", required_argument, NULL, O_ID },
@@ -90,6 +96,7 @@ static void parse_args(struct monitor *m, int argc, char **argv)
                 { "started-pattern", required_argument, NULL, O_PATTERN },
                 { "ring-bytes", required_argument, NULL, O_RING },
                 { "status-fd", required_argument, NULL, O_STATUS },
+                { "seccomp", required_argument, NULL, O_SECCOMP },
                 { 0 },
         };
         const char *bad = NULL;
@@ -120,6 +127,12 @@ static void parse_args(struct monitor *m, int argc, char **argv)
                                 m->status_fd = (int)v;
                         break;
                 }
+                case O_SECCOMP:
+                        if (streq(optarg, "log"))
+                                m->seccomp_refused = SECCOMP_RET_LOG;
+                        else if (!streq(optarg, "on"))
+                                bad = bad ? bad : "--seccomp (on or log)";
+                        break;
                 default: bad = bad ? bad : "unknown option"; break;
                 }
         }
@@ -338,14 +351,18 @@ int main(int argc, char **argv)
 {
         struct monitor *m = &mon;
         m->status_fd = m->dirfd = m->pidfile_fd = m->epfd = m->sigfd = m->timerfd = m->listen_fd = -1;
-        m->stdin_fd = m->out[0].fd = m->out[1].fd = -1;
+        m->stdin_fd = m->out[0].fd = m->out[1].fd = m->delete_fd = -1;
+        m->seccomp_refused = mon_seccomp_refused_default();
         for (int i = 0; i < MON_CLIENTS_MAX; i++)
                 m->clients[i].fd = -1;
         parse_args(m, argc, argv);
         detach(m);
+        int r = mon_delete_helper_start(m);
+        if (r < 0)
+                fail(m, "fork the delete helper: %s", strerror(-r));
         take_pidfile(m);
         if (m->started_pattern) {
-                int r = regcomp(&m->started_re, m->started_pattern, REG_EXTENDED | REG_NOSUB);
+                r = regcomp(&m->started_re, m->started_pattern, REG_EXTENDED | REG_NOSUB);
                 if (r != 0) {
                         char why[128];
                         regerror(r, &m->started_re, why, sizeof(why));
@@ -366,6 +383,12 @@ int main(int argc, char **argv)
         if (mon_listen(m, why, sizeof(why)) < 0)
                 fail(m, "%s", why);
         start_container(m);
+        /* Everything the monitor starts itself is started: from here on only its loop runs. */
+        if (mon_seccomp_apply(m->delete_pid, m->seccomp_refused, why, sizeof(why)) < 0) {
+                if (mon_delete_container(m) < 0)
+                        fail(m, "%s; crun delete %s failed too", why, m->id);
+                fail(m, "%s", why);
+        }
         char ok[32];
         snprintf(ok, sizeof(ok), "ok %d", (int)m->container_pid);
         status_report(m, ok);

@@ -61,8 +61,11 @@ struct monitor {
         bool private_cgroup_ns;
         size_t ring_bytes;
         int status_fd;
+        uint32_t seccomp_refused; /* what a call off the list gets (monitor-seccomp.h) */
 
         int dirfd, pidfile_fd;
+        pid_t delete_pid; /* the delete helper (monitor-run.c), 0 once gone */
+        int delete_fd;    /* a byte on it starts `crun delete`; -1 once used */
         struct app_ring *ring;
         pid_t container_pid;
         char memory_cgroup[512]; /* the container's memory cgroup directory, "" when unknown */
@@ -90,6 +93,9 @@ int mon_epoll_mod(struct monitor *m, int op, int fd, uint32_t events, uint64_t t
 
 /* monitor-run.c */
 int mon_run_container(struct monitor *m, int fd_in, int fd_out, int fd_err, char *errbuf, size_t errlen);
+/* Fork the delete helper: it waits on a pipe and becomes `crun delete --force` when told
+ * (mon_delete_container), so that the deletion runs without the monitor's seccomp filter. */
+int mon_delete_helper_start(struct monitor *m);
 int mon_delete_container(struct monitor *m);
 void mon_find_memory_cgroup(struct monitor *m);
 bool mon_oom_killed(const struct monitor *m);

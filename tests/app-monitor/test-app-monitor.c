@@ -85,7 +85,7 @@ static int group_setup(void **state)
         assert_int_equal(mkdir(bin, 0755), 0);
         char *bb = path_join(bin, "busybox");
         copy_file(BUSYBOX, bb, 0755);
-        const char *links[] = { "sh", "echo", "cat", "sleep", "printf", "head", "tr" };
+        const char *links[] = { "sh", "echo", "cat", "sleep", "printf", "head", "tr", "grep" };
         for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
                 char *l = path_join(bin, links[i]);
                 assert_int_equal(symlink("busybox", l), 0);
@@ -310,13 +310,64 @@ static void report_rss(pid_t pid)
 #endif
 }
 
+static long status_field(pid_t pid, const char *field)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        char *status = unit_slurp(path, NULL);
+        assert_non_null(status);
+        const char *p = strstr(status, field);
+        long v = p ? strtol(p + strlen(field), NULL, 10) : -1;
+        free(status);
+        return v;
+}
+
+/* The monitor runs under its own filter (monitor-seccomp.h); the container, started
+ * before it, does not: it forks and execs (calls the monitor's list lacks) and sees no
+ * filter. The delete helper, forked before the filter too, is unfiltered. */
+static void check_seccomp(const char *dir, pid_t mpid, pid_t cpid)
+{
+        assert_int_equal(status_field(mpid, "\nSeccomp:"), 2);
+        assert_int_equal(status_field(mpid, "\nSeccomp_filters:"), 1);
+        assert_int_equal(status_field(mpid, "\nNoNewPrivs:"), 1);
+        assert_int_equal(status_field(cpid, "\nSeccomp:"), 0);
+        struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(app_monitor_send_line(dir, "seccomp", &err), 0);
+        struct find f = wait_line(dir, "Seccomp:\t0", 5000);
+        assert_true(f.seq > 0);
+        assert_int_equal(f.stream, APP_RING_STDOUT);
+        f = wait_line(dir, "got seccomp", 5000);
+        assert_true(f.seq > 0);
+
+        char path[96];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)mpid, (int)mpid);
+        char *children = unit_slurp(path, NULL);
+        assert_non_null(children);
+        bool helper = false;
+        for (char *save = NULL, *t = strtok_r(children, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+                pid_t pid = (pid_t)atoi(t);
+                snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+                char *comm = unit_slurp(path, NULL);
+                if (comm && strncmp(comm, "na-monitor-del", 14) == 0) {
+                        helper = true;
+                        assert_int_equal(status_field(pid, "\nSeccomp:"), 0);
+                        print_message("delete helper pid %d: VmRSS %ld kB (RssAnon %ld kB)\n", (int)pid,
+                                      status_field(pid, "\nVmRSS:"), status_field(pid, "\nRssAnon:"));
+                }
+                free(comm);
+        }
+        free(children);
+        assert_true(helper);
+}
+
 static void test_output_console_exit(void **state)
 {
         char twin_id[96];
         struct app a;
         app_init(&a, "console",
                  "echo hello; echo oops >&2; printf 'prompt> '; sleep 0.4; echo; echo 'server ready'; "
-                 "while read l; do [ \"$l\" = quit ] && exit 7; echo \"got $l\"; done; exit 1");
+                 "while read l; do [ \"$l\" = quit ] && exit 7; [ \"$l\" = seccomp ] && grep Seccomp: /proc/self/status; "
+                 "echo \"got $l\"; done; exit 1");
         struct app_monitor_spec spec = app_spec(&a, "ready$");
         struct na_error err = NA_ERROR_INIT;
         pid_t mpid = 0, cpid = 0;
@@ -356,6 +407,7 @@ static void test_output_console_exit(void **state)
         assert_true(app_monitor_started(a.dir));
 
         report_rss(mpid);
+        check_seccomp(a.dir, mpid, cpid);
 
         assert_int_equal(app_monitor_send_line(a.dir, "world", &err), 0);
         f = wait_line(a.dir, "got world", 5000);
