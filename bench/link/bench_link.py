@@ -52,7 +52,7 @@ def mem_kb(pid):
 def run_controller(tmp, node_id, n, mode, certs, curl_first=False, maxjobs=64):
     port = free_port()
     ctl = subprocess.Popen([FASTCTL, str(port), f"{certs}/server.pem", f"{certs}/server.key", node_id, str(n), mode,
-                            "64"], stdout=subprocess.PIPE, text=True)
+                            str(maxjobs)], stdout=subprocess.PIPE, text=True)
     check(json.loads(ctl.stdout.readline())["listening"] == port)
     curls = []
     if curl_first:

@@ -42,7 +42,7 @@ static int max_fd; /* the highest descriptor a connection has had */
 static SSL_CTX *ctx;
 static int epfd;
 static const char *node_id;
-static long n_jobs, offered, done;
+static long n_jobs, offered, done, max_in_flight;
 static bool sequential, windowed; /* seq: one job at a time; win: MAXJOBS in flight */
 static unsigned max_jobs;
 static double *offer_at, *result_at, first_offer, last_result;
@@ -111,6 +111,8 @@ static bool answer_poll(struct conn *c)
         for (long i = 0; i < give; i++) {
                 long k = offered++;
                 offer_at[k] = t;
+                if (offered - done > max_in_flight)
+                        max_in_flight = offered - done;
                 if (k == 0)
                         first_offer = t;
                 len += (size_t)snprintf(body + len, cap - len,
@@ -285,10 +287,14 @@ int main(int argc, char **argv)
         double *lat = calloc((size_t)n_jobs, sizeof(double));
         for (long k = 0; k < n_jobs; k++)
                 lat[k] = (result_at[k] - offer_at[k]) * 1000;
+        double sum = 0;
+        for (long k = 0; k < n_jobs; k++)
+                sum += lat[k];
         qsort(lat, (size_t)n_jobs, sizeof(double), cmp);
-        printf("{\"jobs\":%ld,\"seconds\":%.6f,\"jobsPerSec\":%.1f,\"p50Ms\":%.3f,\"p99Ms\":%.3f}\n", n_jobs,
-               last_result - first_offer, n_jobs / (last_result - first_offer), lat[n_jobs / 2],
-               lat[(long)((n_jobs - 1) * 0.99)]);
+        printf("{\"jobs\":%ld,\"seconds\":%.6f,\"jobsPerSec\":%.1f,\"p50Ms\":%.3f,\"p99Ms\":%.3f,\"meanMs\":%.3f,"
+               "\"maxInFlight\":%ld}\n",
+               n_jobs, last_result - first_offer, n_jobs / (last_result - first_offer), lat[n_jobs / 2],
+               lat[(long)((n_jobs - 1) * 0.99)], sum / (double)n_jobs, max_in_flight);
         fflush(stdout); /* before anything at exit (a sanitizer's report) could end the process */
         for (int fd = 0; fd < 65536; fd++)
                 if (conns[fd])
