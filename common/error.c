@@ -212,8 +212,19 @@ int na_error_field(struct na_error *e, const char *path, const char *fmt, ...)
                 char buf[256];
                 snprintf(buf, sizeof(buf), "%s", path);
                 char *save = NULL;
-                for (char *seg = strtok_r(buf, ".", &save); seg; seg = strtok_r(NULL, ".", &save))
+                for (char *seg = strtok_r(buf, ".", &save); seg; seg = strtok_r(NULL, ".", &save)) {
+                        if (streq(seg, "_errors")) {
+                                /* A key of the input named "_errors" (a header, a label): its node
+                                 * would replace the list of messages. The message goes to the
+                                 * parent's list, naming the rest of the path. */
+                                char named[sizeof(msg)];
+                                size_t off = (size_t)(seg - buf);
+                                snprintf(named, sizeof(named), "%s: %s", path + off, msg);
+                                memcpy(msg, named, sizeof(msg));
+                                break;
+                        }
                         node = node_child(node, seg);
+                }
         }
         json_t *list = json_object_get(node, "_errors");
         json_array_append_new(list, json_string(msg));

@@ -113,6 +113,20 @@ static void test_field_details_shape(void **state)
                                   "[\"must be 1..65535\"]}}}}");
 }
 
+/* A key of the input named "_errors" (found by fuzz-transfer: a header of that name)
+ * must not replace a node's list of messages with an object. */
+static void test_field_input_key_named_errors(void **state)
+{
+        (void)state;
+        _cleanup_na_error_ struct na_error e = NA_ERROR_INIT;
+        assert_int_equal(na_error_field(&e, "transfer.headers", "bad name"), -EINVAL);
+        assert_int_equal(na_error_field(&e, "transfer.headers._errors", "must be a string"), -EINVAL);
+        assert_int_equal(na_error_field(&e, "_errors.x", "at the root"), -EINVAL);
+        assert_json_eq(e.details, "{\"_errors\": [\"_errors.x: at the root\"],"
+                                  " \"transfer\": {\"_errors\": [], \"headers\": {\"_errors\": [\"bad name\","
+                                  " \"_errors: must be a string\"]}}}");
+}
+
 static void test_field_replaces_other_error(void **state)
 {
         (void)state;
@@ -272,6 +286,7 @@ int main(void)
                 cmocka_unit_test(test_message_truncated),
                 cmocka_unit_test(test_sys_and_prefix),
                 cmocka_unit_test(test_field_details_shape),
+                cmocka_unit_test(test_field_input_key_named_errors),
                 cmocka_unit_test(test_field_replaces_other_error),
                 cmocka_unit_test(test_detail),
                 cmocka_unit_test(test_to_json_fixed_messages),
