@@ -434,6 +434,19 @@ static int file_reset(int fd, bool preallocate, const char *path, struct na_erro
         return 0;
 }
 
+
+/* Read h's buckets from *fd; on success h owns the descriptor. */
+static int load(struct history *h, int *fd, const char *path, struct na_error *err)
+{
+        h->fd = *fd;
+        int r = rebuild(h);
+        if (r < 0) {
+                h->fd = -1;
+                return na_error_sys(err, -r, "history %s: read", path);
+        }
+        h->fd = TAKE_FD(*fd);
+        return 0;
+}
 int history_open(const char *path, bool preallocate, struct history **ret, enum history_open_result *result,
                  struct na_error *err)
 {
@@ -462,13 +475,9 @@ int history_open(const char *path, bool preallocate, struct history **ret, enum 
                 return na_error_sys(err, ENOMEM, "history %s", path);
         /* Buckets are read a few at a time: readahead would only fill the page cache. */
         (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-        h->fd = fd;
-        int r = rebuild(h);
-        if (r < 0) {
-                h->fd = -1;
-                return na_error_sys(err, -r, "history %s: read", path);
-        }
-        h->fd = TAKE_FD(fd);
+        int r = load(h, &fd, path, err);
+        if (r < 0)
+                return r;
         if (result)
                 *result = res;
         *ret = TAKE_PTR(h);
@@ -489,13 +498,9 @@ int history_open_readonly(const char *path, struct history **ret, struct na_erro
         struct hist_header hd;
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == HISTORY_FILE_SIZE &&
             pread(fd, &hd, sizeof(hd), 0) == (ssize_t)sizeof(hd) && header_ok(&hd)) {
-                h->fd = fd;
-                int r = rebuild(h);
-                if (r < 0) {
-                        h->fd = -1;
-                        return na_error_sys(err, -r, "history %s: read", path);
-                }
-                h->fd = TAKE_FD(fd);
+                int r = load(h, &fd, path, err);
+                if (r < 0)
+                        return r;
         }
         *ret = TAKE_PTR(h);
         return 0;
