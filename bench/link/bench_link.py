@@ -49,6 +49,14 @@ def mem_kb(pid):
     return out
 
 
+def point_at(agent, url):
+    """Give the (stopped) agent another controller URL."""
+    with open(agent.conf) as f:
+        conf = f.read()
+    with open(agent.conf, "w") as f:
+        f.write(conf.replace(conf.split("url = ")[1].split("\n")[0], url))
+
+
 def run_controller(tmp, node_id, n, mode, certs, curl_first=False, maxjobs=64):
     port = free_port()
     ctl = subprocess.Popen([FASTCTL, str(port), f"{certs}/server.pem", f"{certs}/server.key", node_id, str(n), mode,
@@ -100,10 +108,7 @@ def main():
 
         # Throughput, then memory.
         ctl, url, _ = run_controller(tmp, node_id, args.throughput_jobs, "par", certs)
-        with open(agent.conf) as f:
-            conf = f.read()
-        with open(agent.conf, "w") as f:
-            f.write(conf.replace(conf.split("url = ")[1].split("\n")[0], url))
+        point_at(agent, url)
         agent.start()
         par = json.loads(ctl.stdout.readline())
         ctl.wait()
@@ -118,10 +123,7 @@ def main():
 
         # Eight in flight, then the peer on the same kind of controller.
         ctl, url, _ = run_controller(tmp, node_id, args.window_jobs, "win", certs, maxjobs=8)
-        with open(agent.conf) as f:
-            conf = f.read()
-        with open(agent.conf, "w") as f:
-            f.write(conf.replace(conf.split("url = ")[1].split("\n")[0], url))
+        point_at(agent, url)
         agent.start()
         win = json.loads(ctl.stdout.readline())
         ctl.wait()
