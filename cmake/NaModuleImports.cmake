@@ -1,5 +1,5 @@
 # What nodeagentd must export for a driver module (drivers/vm-module.h): run at build
-# time by drivers/CMakeLists.txt once the module is linked:
+# time by drivers/vm/CMakeLists.txt once the module is linked:
 #   cmake -DNM=<nm> -DMODULE=<module.so> -DARCHIVES=<a.a>,<b.a> -DOUT=<prefix> -P NaModuleImports.cmake
 # The module is linked without common/ and proto/: its calls into them are undefined
 # symbols that the dynamic linker binds to the daemon's own copies (one exec helper,

@@ -1,12 +1,12 @@
-# Writes vm-module-abi.h (drivers/vm-module.h): run at build time by drivers/CMakeLists.txt
+# Writes vm-module-abi.h (drivers/vm-module.h): run at build time by drivers/vm/CMakeLists.txt
 #   cmake -DSRC=<source dir> -DOUT=<file> -DVERSION=<x.y.z> -DFLAVOUR=<hooks|release>[-asan]
 #         -DRELDIR=<module dir relative to nodeagentd's> -P NaVmModuleAbi.cmake
 # VM_MODULE_ABI is the version, the flavour and the first 16 hex digits of a SHA-256 over
-# every header the module and the daemon share (common/, proto/, drivers/vm*.h): a change
+# every header the module and the daemon share (common/, proto/, drivers/vm*.h, drivers/vm/*.h): a change
 # to any struct or function that crosses the boundary makes an old module refused. The
 # file is rewritten only when its content changes, so nothing rebuilds for nothing.
 cmake_minimum_required(VERSION 3.20)
-file(GLOB _hdrs ${SRC}/common/*.h ${SRC}/proto/*.h ${SRC}/drivers/vm*.h)
+file(GLOB _hdrs ${SRC}/common/*.h ${SRC}/proto/*.h ${SRC}/drivers/vm*.h ${SRC}/drivers/vm/*.h)
 list(SORT _hdrs)
 set(_all "")
 foreach(_h IN LISTS _hdrs)

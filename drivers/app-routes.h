@@ -1,6 +1,6 @@
 /*
  * The hook through which domain exposures are verified and routed (issue 12 items
- * 4 and 5). The app network code (drivers/app/app-net*.c) stores domain exposures
+ * 4 and 5). The app network code (drivers/app/net/app-net*.c) stores domain exposures
  * and calls these functions; the DNS verifier and the HAProxy router fill them in.
  * A node without them (the table pointer NULL, or a function NULL) keeps domain
  * exposures pending: app.exposure.verify answers the Exposure unchanged with
@@ -8,7 +8,7 @@
  *
  *   static const struct app_routes routes = { .verify = dns_verify, .route_add = hap_add,
  *                                             .route_remove = hap_remove, .userdata = ctx };
- *   struct app_options o = { ..., .routes = &routes };   (agent/services.c)
+ *   struct app_options o = { ..., .routes = &routes };   (agent/daemon/services.c)
  *
  * Calls come from job threads (under the app's own lock, like every job of that
  * app). verify runs without the app network's lock, so a slow resolver holds up

@@ -1,6 +1,6 @@
 /*
  * The app driver: one const struct of primitives per container runtime. crun is the
- * one we have (app_oci_driver, drivers/app/app-oci*.c); a test can slot in its own
+ * one we have (app_oci_driver, drivers/app/oci/app-oci*.c); a test can slot in its own
  * table. The job layer never sees OCI or crun details: it reaches apps through this
  * table with job_services(ctx)->app and ->app_conn.
  *
@@ -29,12 +29,12 @@
 
 #include "common/error.h"
 #include "common/progress.h"
-#include "proto/app.h"
+#include "proto/app-params.h"
 #include "proto/app-backup.h"
 #include "proto/app-exposure.h"
 
 struct app_conn;
-struct app_fs; /* drivers/app/app-fs.h: the app's volume, every path kept beneath it */
+struct app_fs; /* volume/volume.h: the app's volume, every path kept beneath it */
 struct app_routes; /* drivers/app-routes.h: domain verification and routing */
 
 /* From the driver's thread: an event for the next report (type "app.state" or
@@ -68,7 +68,7 @@ struct app_options {
         app_cgroup_fn on_cgroup;
         void *userdata;
         const char *backups_dir;      /* [apps] backups_dir; NULL or "": <storage_dir>/backups */
-        /* App networks (issue 12; drivers/app/app-net.h). network NULL or "": each app
+        /* App networks (issue 12; drivers/app/net/app-net.h). network NULL or "": each app
          * gets an empty network namespace, as before. */
         const char *network;          /* [apps] network, "10.88.0.0/16" */
         const char *public_address;   /* [apps] public_address; NULL: every local address */
@@ -127,7 +127,7 @@ struct app_driver {
         int (*image_delete)(struct app_conn *conn, const struct proto_image_ref *ref, struct na_error *err);
 
         /*
-         * Backups (drivers/app/app-backup.h): <backups_dir>/<app id>/<backupId>.tar.zst and
+         * Backups (drivers/app/backup/app-backup-parts.h): <backups_dir>/<app id>/<backupId>.tar.zst and
          * its record. BACKUP_NOT_FOUND for an unknown backupId; VALIDATION_ERROR on
          * "backupId" for a malformed one or for an archive a restore refuses.
          * create: stages archiving, compressing; the app's cgroup frozen while its volume
@@ -178,8 +178,8 @@ struct app_driver {
          * hostname. APP_NOT_FOUND for an unknown app; -ENOENT without app networks. */
         int (*address)(struct app_conn *conn, const char *app_id, char buf[16], struct na_error *err);
         /*
-         * Live consoles (agent/console-app.c): a new non-blocking, close-on-exec
-         * connection to the running app's monitor (drivers/app/app-monitor.h wire
+         * Live consoles (agent/console/console-app.c): a new non-blocking, close-on-exec
+         * connection to the running app's monitor (drivers/app/oci/app-monitor.h wire
          * format: O<seq> when output grows, X at the end; L<text> sends a console
          * line). INVALID_STATE (details.state) when the app does not run; may be NULL
          * in a driver without consoles.

@@ -1,7 +1,7 @@
 /*
  * A VM driver built as a module: the contract between nodeagentd and
- * nodeagent-vm-<name>.so (drivers/vm-libvirt-module.c is the libvirt one, the loader
- * agent/vm-module-load.c the daemon's side). The daemon links no hypervisor library:
+ * nodeagent-vm-<name>.so (drivers/vm/vm-libvirt-module.c is the libvirt one, the loader
+ * agent/daemon/vm-module-load.c the daemon's side). The daemon links no hypervisor library:
  * it dlopen()s the module only when [vm] driver = <name>, so a node without servers
  * never maps libvirt and the 18 libraries it brings (bench/soak/README.md).
  *

@@ -1,10 +1,10 @@
 /*
  * The VM driver: one const struct of primitives per backend. libvirt is the one we
- * have (vm_libvirt_driver, drivers/vm-libvirt*.c); a test can slot in its own
+ * have (vm_libvirt_driver, drivers/vm/vm-libvirt*.c); a test can slot in its own
  * table. The job layer never includes libvirt headers: it reaches servers through
  * this table with job_services(ctx)->vm and ->vm_conn.
  *
- * How to use it (what tests/vm-real does against a real libvirtd):
+ * How to use it (what tests/drivers/vm-real does against a real libvirtd):
  *
  *   struct vm_options o = {
  *           .uri = "qemu:///system",            // or "test:///abs/path/node.xml"
@@ -224,7 +224,7 @@ struct vm_driver {
         int (*backup_delete)(struct vm_conn *conn, const char *vps_id, const char *backup_id, struct na_error *err);
 
         /*
-         * Live consoles (agent/consoles.c): a running server's serial console (its pty)
+         * Live consoles (agent/console/consoles.c): a running server's serial console (its pty)
          * or VNC display (a socket) as a new non-blocking, close-on-exec descriptor
          * carrying its bytes both ways (RFB as it is for VNC); closing it ends the
          * console; end-of-file: the server stopped. INVALID_STATE

@@ -1,6 +1,6 @@
 /*
  * Building nf_tables rules, chains and sets with libnftnl, shared by the server
- * firewall (fw-build.c) and the apps' network ruleset (drivers/app/app-net-nft.c).
+ * firewall (fw-build.c) and the apps' network ruleset (drivers/app/net/app-net-nft.c).
  * Each expression helper appends one expression to a rule under construction; a
  * failed allocation sets rb->oom and the caller drops the rule:
  *

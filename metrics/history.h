@@ -1,6 +1,6 @@
 /*
  * History of one target on the node's disk: one file of fixed size, decided up
- * front, holding three rings of buckets (proto/metrics.h tiers):
+ * front, holding three rings of buckets (proto/metrics-params.h tiers):
  *
  *   offset 0      header, 64 bytes (magic "NAHIST01", layout, crc32c)
  *   offset 64     tier 0:  360 buckets of 10 s   (1 hour)
@@ -56,7 +56,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "proto/metrics.h"
+#include "proto/metrics-params.h"
 
 #define HISTORY_FILE_SIZE 262144u
 

@@ -25,7 +25,7 @@
 #include <stdio.h>
 
 #include "common/error.h"
-#include "proto/metrics.h"
+#include "proto/metrics-params.h"
 
 struct metrics;
 

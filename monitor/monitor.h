@@ -4,7 +4,7 @@
  * monitor.c parses the command line and runs the loop; monitor-run.c starts and
  * deletes the container with crun; monitor-io.c turns output into ring lines and
  * feeds stdin; monitor-clients.c serves the socket. The wire format is described in
- * drivers/app/app-monitor.h, the agent's side.
+ * drivers/app/oci/app-monitor.h, the agent's side.
  */
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
-#include "drivers/app/app-ring.h"
+#include "ring/app-ring.h"
 
 #define MON_CLIENTS_MAX 16
 #define MON_STDIN_BUF (64u * 1024u)

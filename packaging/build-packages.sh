@@ -33,7 +33,7 @@ if [ ! -f "$config" ]; then
 	echo "$0: $config not found: configure the tree first (cmake -S . -B $build)" >&2
 	exit 1
 fi
-# The packaged build never has the test hooks (agent/jobs-test.c, common/fault.h).
+# The packaged build never has the test hooks (agent/kinds/kind-test.c, common/fault.h).
 cache=$build/CMakeCache.txt
 cache_bool() { # VAR: its value in the tree's cache, upper-cased ("" when absent)
 	sed -n "s/^$1:[A-Z]*=//p" "$cache" | tail -n 1 | tr 'a-z' 'A-Z'

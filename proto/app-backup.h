@@ -12,7 +12,7 @@
  *
  * ignore: at most PROTO_APP_BACKUP_IGNORE_MAX strings of at most
  * PROTO_APP_BACKUP_PATTERN_MAX bytes each, without NUL; an invalid one is
- * VALIDATION_ERROR on "ignore.<i>". Their meaning: drivers/app/app-backup.h.
+ * VALIDATION_ERROR on "ignore.<i>". Their meaning: drivers/app/backup/app-backup-parts.h.
  */
 #pragma once
 
@@ -21,7 +21,7 @@
 
 #include "common/error.h"
 #include "proto/backup.h"
-#include "proto/transfer.h"
+#include "proto/transfer-spec.h"
 #include "proto/vps.h"
 
 #define PROTO_APP_BACKUP_IGNORE_MAX 1000
@@ -45,7 +45,7 @@ int proto_app_backup_ref_decode(json_t *params, struct proto_app_backup_ref **re
 
 /*
  * app.backup.export (method "PUT") and app.backup.import ("GET"): {backupId, transfer}
- * (proto/transfer.h: problems under "transfer.<member>"; now_ms for expiresAt).
+ * (proto/transfer-spec.h: problems under "transfer.<member>"; now_ms for expiresAt).
  */
 struct proto_app_backup_transfer {
         char backup_id[PROTO_VPS_OBJECT_ID_MAX + 1];

@@ -1,5 +1,5 @@
 /* The app.deploy params decoder, its canonical form and the "same deploy" comparison. */
-#include "proto/app.h"
+#include "proto/app-params.h"
 
 #include <signal.h>
 #include <stdio.h>

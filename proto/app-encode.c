@@ -1,5 +1,5 @@
 /* Encoders of App, app.status, app.output, images and the app events (AGENT-API 4.2 and 5). */
-#include "proto/app.h"
+#include "proto/app-params.h"
 
 #include <stdio.h>
 #include <string.h>

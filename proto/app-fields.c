@@ -1,5 +1,5 @@
 /* The field rules of apps: hostname, SFTP user, volume path, startedPattern, env names, signals. */
-#include "proto/app.h"
+#include "proto/app-params.h"
 
 #include <regex.h>
 #include <signal.h>

@@ -4,12 +4,12 @@
  *
  *   struct proto_app_files_transfer *p;
  *   r = proto_app_files_transfer_decode(params, "PUT", na_now_real_ms(), &p, &err);   // export
- *   ... transfer_put(&o, p->transfer, fd, size, ...) (drivers/transfer.h) ...
+ *   ... transfer_put(&o, p->transfer, fd, size, ...) (transfer/transfer.h) ...
  *   data = proto_app_files_transfer_encode(p->path, res.bytes, res.sha256, res.etags, res.n_etags);
  *   proto_app_files_transfer_free(p);
  *
  * path follows proto_app_files_path_problem (proto/app-files.h); transfer follows
- * proto/transfer.h with the kind's method (export PUT, import GET), problems under
+ * proto/transfer-spec.h with the kind's method (export PUT, import GET), problems under
  * "transfer.<member>".
  */
 #pragma once
@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "proto/transfer.h"
+#include "proto/transfer-spec.h"
 
 struct proto_app_files_transfer {
         char *path;

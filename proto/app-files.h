@@ -7,7 +7,7 @@
  *
  *   struct proto_app_files_write *w;
  *   if (proto_app_files_write_decode(params, &w, &err) < 0) return ...;   // 422 with details
- *   ... app_fs_write(fs, w->path, w->data, w->len, ...) (drivers/app/app-fs.h) ...
+ *   ... app_fs_write(fs, w->path, w->data, w->len, ...) (volume/volume.h) ...
  *   proto_app_files_write_free(w);
  *
  * Paths (proto_app_files_path_problem): relative to the volume's root, a leading "/"
@@ -16,7 +16,7 @@
  * control character (0x01..0x1f, 0x7f), valid UTF-8, each component at most 255
  * bytes, the whole at most 4096 bytes. Whether a valid path stays inside the volume
  * once symbolic links are followed is the kernel's answer (openat2 RESOLVE_BENEATH,
- * drivers/app/app-fs.h), not this text check's.
+ * volume/volume.h), not this text check's.
  */
 #pragma once
 

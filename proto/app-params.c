@@ -1,5 +1,5 @@
 /* Params decoders of app.power, app.command.set, app.console.send, app.output, image.pull and image.delete. */
-#include "proto/app.h"
+#include "proto/app-params.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "proto/app.h"
+#include "proto/app-params.h"
 
 #define PROTO_CONSOLE_SESSION_MAX 128  /* sessionId: 1..128 of [A-Za-z0-9._-] */
 #define PROTO_CONSOLE_URL_MAX 2048

@@ -1,4 +1,4 @@
-#include "proto/metrics.h"
+#include "proto/metrics-params.h"
 
 #include <math.h>
 #include <stdio.h>

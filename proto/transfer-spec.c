@@ -1,5 +1,5 @@
-/* The `transfer` object of AGENT-API 4.4, decoded and validated (proto/transfer.h). */
-#include "proto/transfer.h"
+/* The `transfer` object of AGENT-API 4.4, decoded and validated (proto/transfer-spec.h). */
+#include "proto/transfer-spec.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  *
  *   struct proto_transfer *t;
  *   r = proto_transfer_decode(json_object_get(params, "transfer"), "transfer", "PUT", now_ms, &t, &err);
- *   ... transfer_put(&o, t, ...) (drivers/transfer.h) ...
+ *   ... transfer_put(&o, t, ...) (transfer/transfer.h) ...
  *   proto_transfer_free(t);
  *
  * Checked here, each a VALIDATION_ERROR under "<field>.<member>": url https:// (or

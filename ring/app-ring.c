@@ -1,5 +1,5 @@
 /* The output ring of one app: two append-only segment files of CRC-checked records (see app-ring.h). */
-#include "drivers/app/app-ring.h"
+#include "ring/app-ring.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -15,7 +15,7 @@
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "common/fileio.h"
-#include "drivers/app/app-dns-internal.h"
+#include "routing/app-dns-internal.h"
 
 #define RETRY_MS 1000
 

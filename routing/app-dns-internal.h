@@ -1,6 +1,6 @@
 /*
  * Inside the DNS verifier: the wire format (app-dns-wire.c: no I/O, fuzzed by
- * tests/app-routes/fuzz-dns.c) and the client (app-dns-client.c: UDP, TCP on
+ * tests/routing/fuzz-dns.c) and the client (app-dns-client.c: UDP, TCP on
  * truncation, one deadline).
  */
 #pragma once
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "drivers/app/app-dns.h"
+#include "routing/app-dns.h"
 
 #define APP_DNS_T_A 1
 #define APP_DNS_T_CNAME 5

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "drivers/app/app-dns-internal.h"
+#include "routing/app-dns-internal.h"
 
 static bool label_char(char c)
 {

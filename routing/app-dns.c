@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
-#include "drivers/app/app-dns-internal.h"
+#include "routing/app-dns-internal.h"
 
 #define CHAIN_MAX 8
 #define ADDRS_MAX APP_DNS_MAX_RR

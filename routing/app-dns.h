@@ -29,7 +29,7 @@
  * the whole check; an IPv6 resolver needs glibc-private fields of res_state. The
  * client is small: one question over UDP (TCP when the answer is truncated), the
  * answer's ID, flags and question checked, and the parser (no I/O) is fuzzed
- * (tests/app-routes/fuzz-dns.c).
+ * (tests/routing/fuzz-dns.c).
  *
  * Blocking (call it from a worker thread); the whole call is bounded by
  * o->timeout_ms. Thread-safe: no shared state.

@@ -12,7 +12,7 @@
 
 #include "common/fileio.h"
 #include "common/timeutil.h"
-#include "drivers/app/app-haproxy-internal.h"
+#include "routing/app-haproxy-internal.h"
 
 #define CLI_REPLY_MAX (16u << 20)
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/app/app-haproxy-internal.h"
+#include "routing/app-haproxy-internal.h"
 
 bool app_haproxy_hostname_valid(const char *s)
 {
@@ -194,7 +194,7 @@ char *app_haproxy_render_config(const struct app_haproxy *h)
                 priv = NULL;
         char *out = NULL;
         if (asprintf(&out,
-                     "# Written by nodeagent (drivers/app/app-haproxy-conf.c) at every start: edits are lost.\n"
+                     "# Written by nodeagent (routing/app-haproxy-conf.c) at every start: edits are lost.\n"
                      "# Routes live in %s and change through the runtime API (docs/app-routes.md).\n"
                      "global\n"
                      "    stats socket %s mode 600 level admin\n"

@@ -1,13 +1,13 @@
 /*
  * Inside the HAProxy router (app-haproxy*.c): the handle, the pure parts (validation,
- * configuration and map file text, tested by tests/app-routes/test-haproxy-conf.c)
+ * configuration and map file text, tested by tests/routing/test-haproxy-conf.c)
  * and the runtime API client.
  */
 #pragma once
 
 #include <pthread.h>
 
-#include "drivers/app/app-haproxy.h"
+#include "routing/app-haproxy.h"
 
 struct app_haproxy {
         pthread_mutex_t lock;

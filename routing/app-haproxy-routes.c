@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/fileio.h"
-#include "drivers/app/app-haproxy-internal.h"
+#include "routing/app-haproxy-internal.h"
 
 /*
  * The reply of add/set/del map is empty on success; anything else is HAProxy's reason.

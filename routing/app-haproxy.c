@@ -14,7 +14,7 @@
 
 #include "common/fileio.h"
 #include "common/spawn.h"
-#include "drivers/app/app-haproxy-internal.h"
+#include "routing/app-haproxy-internal.h"
 
 #define HAPROXY_DEFAULT_TIMEOUT_MS 5000u
 

@@ -96,7 +96,7 @@ def conf(s):
         # A busybox image in an OCI layout (what skopeo or umoci would write), built here.
         os.chmod(s.tmp, 0o711)
         images = os.path.join(s.tmp, "app-images")
-        subprocess.run([sys.executable, os.path.join(SRC, "tests", "app", "mkimage.py"), "--layout",
+        subprocess.run([sys.executable, os.path.join(SRC, "tests", "harness", "mkimage.py"), "--layout",
                         os.path.join(images, "busybox"), "--tag", "1.36"], check=True, capture_output=True)
         c["apps"] = {"images_dir": images, "monitor": os.path.join(os.environ["NA_BUILD_DIR"], "monitor",
                                                                      "nodeagent-monitor")}
@@ -180,7 +180,7 @@ def app_part(s):
 
 def server_console_part():
     """A server's live consoles need a real hypervisor (libvirt's test driver has none):
-    a real libvirtd boots the busybox TCG guest of tests/vm-real (built once from
+    a real libvirtd boots the busybox TCG guest of tests/drivers/vm-real (built once from
     Debian's kernel and busybox, then cached), a second agent on qemu:///system
     creates it, and the relay sees its serial console and its VNC display."""
     print(f"\n{BOLD}A server's live consoles on a real TCG guest{RESET} {DIM}(a second agent, on qemu:///system){RESET}")

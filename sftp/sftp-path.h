@@ -3,7 +3,7 @@
  * relative to the session's start directory (the volume's root, shown as "/") or
  * absolutely; "." and ".." components are resolved here as text, ".." never going
  * above "/" (as in a chroot, "/.." is "/"). The result is absolute and canonical
- * ("/" or "/a/b"), ready for drivers/app/app-fs.h, which then checks it again and
+ * ("/" or "/a/b"), ready for volume/volume.h, which then checks it again and
  * resolves it beneath the volume's root fd with openat2: a symbolic link that
  * leaves the volume is refused by the kernel there, whatever the text said.
  *

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "drivers/app/app-fs.h"
+#include "volume/volume.h"
 #include "sftp/sftp-auth.h"
 #include "sftp/sftp-creds.h"
 #include "sftp/sftpd.h"

@@ -1,7 +1,7 @@
 /*
  * The SFTP server of nodeagent-sftpd: protocol version 3 (draft-ietf-secsh-filexfer-02,
  * what OpenSSH's sftp, FileZilla and WinSCP speak) over one channel, every path
- * through the safe path layer (drivers/app/app-fs.h) after sftp_path_normalize. Runs
+ * through the safe path layer (volume/volume.h) after sftp_path_normalize. Runs
  * in the confined session process: the app's uid, no new privileges, seccomp.
  */
 #include <dirent.h>
@@ -16,7 +16,7 @@
 
 #include "common/error.h"
 #include "common/macro.h"
-#include "drivers/app/app-fs.h"
+#include "volume/volume.h"
 #include "sftp/sftp-path.h"
 #include "sftp/sftpd-wire.h"
 #include "sftp/sftpd.h"

@@ -1,5 +1,5 @@
 /*
- * transfer_get (drivers/transfer.h): the object streamed from curl's receive buffer
+ * transfer_get (transfer/transfer.h): the object streamed from curl's receive buffer
  * into fd with pwrite and hashed on the way; a dropped connection is resumed with
  * Range from the bytes already written (a store that answers 200 to a Range starts
  * the file over).
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "drivers/transfer/transfer-internal.h"
+#include "transfer/transfer-internal.h"
 
 static int body_fail(struct tx *x, int errnum, const char *what)
 {

@@ -1,5 +1,5 @@
 /*
- * Shared by the transfer client's files (drivers/transfer.h): one transfer's state,
+ * Shared by the transfer client's files (transfer/transfer.h): one transfer's state,
  * the request loop with retries, and the pure helpers (transfer-plan.c) that the unit
  * tests reach directly.
  */
@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "drivers/transfer.h"
+#include "transfer/transfer.h"
 
 #define TRANSFER_DEFAULT_PART_SIZE (64ull << 20)
 #define TRANSFER_DEFAULT_RETRIES 5u

@@ -1,11 +1,11 @@
-/* The transfer client's pure helpers (drivers/transfer/transfer-internal.h): no I/O. */
+/* The transfer client's pure helpers (transfer/transfer-internal.h): no I/O. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/transfer/transfer-internal.h"
+#include "transfer/transfer-internal.h"
 
 unsigned transfer_backoff_ms(unsigned first_ms, unsigned n)
 {

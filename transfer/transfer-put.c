@@ -1,5 +1,5 @@
 /*
- * transfer_put (drivers/transfer.h): size bytes of fd read with pread straight into
+ * transfer_put (transfer/transfer.h): size bytes of fd read with pread straight into
  * curl's send buffer, hashed once each on the way (a retried request reads its bytes
  * again without hashing them twice); one PUT to the URL, or parts of part_size bytes
  * to the part URLs with each part's ETag kept.
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "drivers/transfer/transfer-internal.h"
+#include "transfer/transfer-internal.h"
 
 static size_t read_cb(char *buf, size_t size, size_t n, void *userdata)
 {

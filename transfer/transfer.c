@@ -1,5 +1,5 @@
 /*
- * The transfer client's core (drivers/transfer.h): options and checks, one curl easy
+ * The transfer client's core (transfer/transfer.h): options and checks, one curl easy
  * handle per transfer (kept across retries and parts, so the connection is reused),
  * one request with its retries and backoff, progress and the safe points.
  */
@@ -16,7 +16,7 @@
 #include "common/digest.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
-#include "drivers/transfer/transfer-internal.h"
+#include "transfer/transfer-internal.h"
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)

@@ -8,12 +8,12 @@
  * S3-style multipart uploads when the transfer carries part URLs.
  *
  *   struct transfer_options o;
- *   services_transfer_options(job_services(ctx), &o);  // agent/services.h: ca_file, part_size, allow_insecure_http
+ *   services_transfer_options(job_services(ctx), &o);  // agent/daemon/services.h: ca_file, part_size, allow_insecure_http
  *   struct transfer_result res;
  *   r = transfer_get(&o, t, fd, progress, &res, &err);          // into fd (truncated first)
  *   r = transfer_put(&o, t, fd, size, progress, &res, &err);    // size bytes of fd from offset 0
  *
- * The params (struct proto_transfer) are decoded and validated by proto/transfer.h:
+ * The params (struct proto_transfer) are decoded and validated by proto/transfer-spec.h:
  * https only (http:// only to a loopback host and only with allow_insecure_http, which
  * is checked here again), an expiresAt in the past refused. Errors: 422
  * VALIDATION_ERROR on "transfer.sha256" for a sha256 mismatch (the caller keeps
@@ -42,7 +42,7 @@
 
 #include "common/error.h"
 #include "common/progress.h"
-#include "proto/transfer.h"
+#include "proto/transfer-spec.h"
 
 struct transfer_options {
         const char *ca_file;      /* [apps] transfer_ca_file; NULL: the system's bundle */

@@ -1,11 +1,11 @@
-/* Attributes of what a volume holds (drivers/app/app-fs.h): chmod and utimens, never through a link. */
+/* Attributes of what a volume holds (volume/volume.h): chmod and utimens, never through a link. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "drivers/app/app-fs-internal.h"
+#include "volume/volume-internal.h"
 
 int app_fs_chmod(struct app_fs *fs, const char *path, mode_t mode, struct na_error *err)
 {

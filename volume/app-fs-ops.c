@@ -1,5 +1,5 @@
 /*
- * The file operations over a volume (drivers/app/app-fs.h): list, read_text, mkdir,
+ * The file operations over a volume (volume/volume.h): list, read_text, mkdir,
  * move, delete, stat and open for export. write is in app-fs-write.c, rm -rf in
  * app-fs-rmrf.c.
  */
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "drivers/app/app-fs-internal.h"
+#include "volume/volume-internal.h"
 #include "proto/text.h"
 
 static void entry_from_stat(const struct stat *st, const char *name, struct proto_app_file_entry *e)

@@ -1,5 +1,5 @@
 /*
- * The safe path layer's core (drivers/app/app-fs.h): the volume root fd, the text
+ * The safe path layer's core (volume/volume.h): the volume root fd, the text
  * check, and resolution with openat2 beneath it.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "drivers/app/app-fs-internal.h"
+#include "volume/volume-internal.h"
 
 static int sys_openat2(int dirfd, const char *path, int flags, unsigned long long resolve)
 {

@@ -1,5 +1,5 @@
 /*
- * POSIX-like calls over a volume for nodeagent-sftpd (drivers/app/app-fs.h): open with
+ * POSIX-like calls over a volume for nodeagent-sftpd (volume/volume.h): open with
  * flags, opendir, stat, truncate, remove, rmdir, mkdir of one level, readlink, symlink
  * (only a target that stays inside), rename. Paths go through the same text check and
  * openat2 beneath the root as every other call of the layer.
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "drivers/app/app-fs-internal.h"
+#include "volume/volume-internal.h"
 
 bool app_fs_symlink_target_inside(const char *link_path, const char *target)
 {

@@ -1,6 +1,6 @@
 /*
  * rm -rf inside a volume a running app may change at the same time
- * (drivers/app/app-fs.h, app_fs_rm_rf). Unlike app_rm_rf_at (drivers/app/app-image.h,
+ * (volume/volume.h, app_fs_rm_rf). Unlike app_rm_rf_at (drivers/app/image/app-image.h,
  * for private trees), it never climbs with "..": an app that moves a directory being
  * deleted up to the volume's root would otherwise lead ".." out of the mount. Each
  * level is opened again from the top directory's fd with RESOLVE_BENEATH and
@@ -18,7 +18,7 @@
 
 #include "common/fileio.h"
 #include "common/macro.h"
-#include "drivers/app/app-fs-internal.h"
+#include "volume/volume-internal.h"
 
 #define RMRF_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define RMRF_RESTARTS 64

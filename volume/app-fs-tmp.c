@@ -1,9 +1,9 @@
 /*
- * Files that replace their target only when complete (drivers/app/app-fs-tmp.h): an
+ * Files that replace their target only when complete (volume/app-fs-tmp.h): an
  * O_TMPFILE in the target's directory (resolved beneath the volume's root), linked
  * under a hidden random name and renamed over the target on commit.
  */
-#include "drivers/app/app-fs-tmp.h"
+#include "volume/app-fs-tmp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 
 #include "common/fault.h"
 #include "common/macro.h"
-#include "drivers/app/app-fs-internal.h"
+#include "volume/volume-internal.h"
 
 static void release(struct app_fs_tmp *t)
 {

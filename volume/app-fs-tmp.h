@@ -21,7 +21,7 @@
 #include <stdbool.h>
 
 #include "common/error.h"
-#include "drivers/app/app-fs.h"
+#include "volume/volume.h"
 
 struct app_fs_tmp {
         int fd;          /* O_RDWR, the caller writes here */

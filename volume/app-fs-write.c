@@ -1,5 +1,5 @@
 /*
- * app.files.write over a volume (drivers/app/app-fs.h, app_fs_write): room checked
+ * app.files.write over a volume (volume/volume.h, app_fs_write): room checked
  * with fstatvfs and reserved with fallocate before a byte is written, a whole-file
  * replace through a temporary name renamed over the target, in-place writes on an fd
  * opened O_NOFOLLOW under the resolved parent.
@@ -15,7 +15,7 @@
 
 #include "common/fault.h"
 #include "common/macro.h"
-#include "drivers/app/app-fs-internal.h"
+#include "volume/volume-internal.h"
 
 /* QUOTA_EXCEEDED when the volume lacks room for need more bytes (one block of slack for metadata). */
 static int check_room(int fd, const char *path, uint64_t need, struct na_error *err)

@@ -4,7 +4,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
-#include "drivers/app/app-fs.h"
+#include "volume/volume.h"
 
 struct app_fs {
         int root_fd; /* O_PATH|O_DIRECTORY of the volume root */

@@ -149,7 +149,7 @@ int app_fs_open_read(struct app_fs *fs, const char *path, int *ret_fd, struct st
 int app_fs_stat(struct app_fs *fs, const char *path, struct proto_app_file_entry *ret, struct na_error *err);
 
 /*
- * POSIX-like calls for nodeagent-sftpd (drivers/app/app-fs-posix.c), with the same
+ * POSIX-like calls for nodeagent-sftpd (volume/app-fs-posix.c), with the same
  * path rules and errors as above (field "path", or "target" for symlink). Each keeps
  * the kernel's errno as err->errnum (and -errno as the return) so a caller can map it
  * to its own protocol's status.

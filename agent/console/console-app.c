@@ -13,15 +13,15 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "agent/console-internal.h"
-#include "agent/jobs.h"
-#include "agent/log.h"
-#include "agent/services.h"
+#include "agent/console/console-internal.h"
+#include "agent/jobs/jobs.h"
+#include "agent/daemon/log.h"
+#include "agent/daemon/services.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "common/uuid.h"
 #include "drivers/app.h"
-#include "drivers/app/app-monitor.h"
+#include "drivers/app/oci/app-monitor.h"
 
 #define APP_BACKLOG 100
 #define APP_READ_LIMIT 1000

@@ -4,9 +4,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "agent/consoles.h"
-#include "agent/loop.h"
-#include "agent/ws.h"
+#include "agent/console/consoles.h"
+#include "agent/daemon/loop.h"
+#include "agent/console/ws.h"
 #include "proto/console.h"
 
 #define CONSOLE_QUEUE_MAX (1024u * 1024u) /* bytes per session not yet on the socket */

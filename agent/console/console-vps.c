@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/console-internal.h"
-#include "agent/log.h"
-#include "agent/services.h"
+#include "agent/console/console-internal.h"
+#include "agent/daemon/log.h"
+#include "agent/daemon/services.h"
 #include "drivers/vm.h"
 
 #define CONSOLE_VPS_HIGH (512u * 1024u)

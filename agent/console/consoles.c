@@ -1,5 +1,5 @@
 /*
- * The console session core (agent/consoles.h): the table of sessions and its bounds,
+ * The console session core (agent/console/consoles.h): the table of sessions and its bounds,
  * the hand-over of a dialled socket from a job's worker to the loop, the bounded
  * outbound queue (oldest frames dropped beyond 1 MiB, said in a system line), the
  * idle timer, and the end of a session with its close frame and console.closed event.
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/console-internal.h"
-#include "agent/log.h"
-#include "agent/services.h"
+#include "agent/console/console-internal.h"
+#include "agent/daemon/log.h"
+#include "agent/daemon/services.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"

@@ -1,6 +1,6 @@
 /*
  * Live console sessions (AGENT-API 4.3, docs/consoles.md): each one a WebSocket the
- * agent dialled out to a relay (agent/ws.h), bridged to its target (an app's output
+ * agent dialled out to a relay (agent/console/ws.h), bridged to its target (an app's output
  * and console, a server's serial console or VNC display). All sessions
  * live on the loop: no thread per session.
  *
@@ -20,8 +20,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "agent/loop.h"
-#include "agent/ws.h"
+#include "agent/daemon/loop.h"
+#include "agent/console/ws.h"
 #include "common/error.h"
 #include "proto/console.h"
 #include "proto/job.h"

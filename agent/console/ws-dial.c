@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/ws-internal.h"
-#include "agent/ws.h"
+#include "agent/console/ws-internal.h"
+#include "agent/console/ws.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
 

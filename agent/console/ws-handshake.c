@@ -12,8 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/config.h"
-#include "agent/ws.h"
+#include "agent/daemon/config.h"
+#include "agent/console/ws.h"
 #include "common/macro.h"
 
 static const char WS_GUID[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";

@@ -18,8 +18,8 @@
 #include <sys/socket.h>
 #include <wslay/wslay.h>
 
-#include "agent/ws-internal.h"
-#include "agent/ws.h"
+#include "agent/console/ws-internal.h"
+#include "agent/console/ws.h"
 #include "common/macro.h"
 
 #define PING_MS 30000

@@ -17,7 +17,7 @@
  *       struct ws *w;  ws_start(loop, d, &cb, userdata, 64 * 1024, &w, &err);   // d is taken
  *       ws_send(w, WS_TEXT, "hi", 2);  ws_close(w, 1000, "bye");  ...  ws_free(w);
  *
- * The pure parts (URL, key, accept, response head) are in agent/ws-handshake.c and
+ * The pure parts (URL, key, accept, response head) are in agent/console/ws-handshake.c and
  * unit-tested on their own.
  */
 #pragma once
@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/loop.h"
+#include "agent/daemon/loop.h"
 #include "common/error.h"
 
 #define WS_HEAD_MAX 16384 /* the relay's HTTP answer head */

@@ -1,4 +1,4 @@
-#include "agent/control-apps.h"
+#include "agent/control/control-apps.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -6,13 +6,13 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
-#include "agent/control-request.h"
-#include "agent/services.h"
-#include "agent/workers.h"
+#include "agent/control/control-request.h"
+#include "agent/daemon/services.h"
+#include "agent/jobs/workers.h"
 #include "common/json-cleanup.h"
 #include "common/uuid.h"
 #include "drivers/app.h"
-#include "proto/app.h"
+#include "proto/app-params.h"
 #include "proto/decode.h"
 
 #define APPS_THREADS 2

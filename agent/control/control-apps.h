@@ -1,5 +1,5 @@
 /*
- * The control socket's app requests (agent/control.c hands them here):
+ * The control socket's app requests (agent/control/control.c hands them here):
  *   {"cmd":"apps"}  -> {"ok":true,"apps":[{id, name?, state, startedAt, exitCode, restarts, memoryMB,
  *                                          volumeUsedMB} | {id, name?, state, error:{code, message}}]}
  *   {"cmd":"logs","app":UUID,"sinceSeq":N?,"limit":N?}
@@ -19,7 +19,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "agent/loop.h"
+#include "agent/daemon/loop.h"
 #include "common/error.h"
 
 struct agent_services;

@@ -1,4 +1,4 @@
-#include "agent/control-request.h"
+#include "agent/control/control-request.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 
 #include "common/json-cleanup.h"
 #include "common/macro.h"
-#include "proto/app.h"
+#include "proto/app-params.h"
 #include "proto/decode.h"
 
 static const char *const cmd_names[] = {

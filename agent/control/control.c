@@ -1,4 +1,4 @@
-#include "agent/control.h"
+#include "agent/control/control.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "agent/control-apps.h"
-#include "agent/control-request.h"
-#include "agent/log.h"
-#include "agent/services.h"
+#include "agent/control/control-apps.h"
+#include "agent/control/control-request.h"
+#include "agent/daemon/log.h"
+#include "agent/daemon/services.h"
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"

@@ -14,7 +14,7 @@
  * Garbage gets {"ok":false,"error":"..."} and the connection stays usable; a line
  * over 1 MiB closes it. Jobs run through the same job layer as remote ones. apps and
  * logs call the app driver (ops->services()->app) on threads of their own
- * (agent/control-apps.h), never on the loop; a failure answers {"ok":false,"error",
+ * (agent/control/control-apps.h), never on the loop; a failure answers {"ok":false,"error",
  * "code","details"} (e.g. code APP_NOT_FOUND), and with apps off on this node
  * {"ok":false,"error":"apps are not enabled on this node: <services->apps_off_reason>"}. Answers to requests that
  * run on (run, apps, logs) come when they are ready, not necessarily in request order.
@@ -23,8 +23,8 @@
 
 #include <jansson.h>
 
-#include "agent/jobs.h"
-#include "agent/loop.h"
+#include "agent/jobs/jobs.h"
+#include "agent/daemon/loop.h"
 
 struct agent_services;
 

@@ -1,10 +1,10 @@
-#include "agent/collector.h"
+#include "agent/daemon/collector.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 
-#include "agent/log.h"
+#include "agent/daemon/log.h"
 #include "common/timeutil.h"
 #include "metrics/metrics.h"
 

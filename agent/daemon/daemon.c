@@ -1,4 +1,4 @@
-#include "agent/daemon.h"
+#include "agent/daemon/daemon.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -8,19 +8,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/control.h"
-#include "agent/hostinfo.h"
-#include "agent/jobs.h"
-#include "agent/jobstore.h"
-#include "agent/link.h"
-#include "agent/log.h"
-#include "agent/loop.h"
-#include "agent/notify.h"
-#include "agent/prometheus.h"
-#include "agent/reports.h"
-#include "agent/sandbox.h"
-#include "agent/consoles.h"
-#include "agent/services.h"
+#include "agent/control/control.h"
+#include "agent/link/hostinfo.h"
+#include "agent/jobs/jobs.h"
+#include "agent/jobs/jobstore.h"
+#include "agent/link/link.h"
+#include "agent/daemon/log.h"
+#include "agent/daemon/loop.h"
+#include "agent/daemon/notify.h"
+#include "agent/daemon/prometheus-http.h"
+#include "agent/link/reports.h"
+#include "agent/daemon/sandbox.h"
+#include "agent/console/consoles.h"
+#include "agent/daemon/services.h"
 #include "common/fileio.h"
 #include "common/spawnd.h"
 #include "common/json-cleanup.h"

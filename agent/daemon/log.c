@@ -1,4 +1,4 @@
-#include "agent/log.h"
+#include "agent/daemon/log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>

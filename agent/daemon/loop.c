@@ -1,4 +1,4 @@
-#include "agent/loop.h"
+#include "agent/daemon/loop.h"
 
 #include <limits.h>
 #include <pthread.h>

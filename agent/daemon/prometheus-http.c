@@ -1,4 +1,4 @@
-#include "agent/prometheus.h"
+#include "agent/daemon/prometheus-http.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

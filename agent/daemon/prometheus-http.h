@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "agent/loop.h"
+#include "agent/daemon/loop.h"
 #include "common/error.h"
 
 struct prometheus;

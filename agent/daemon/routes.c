@@ -1,5 +1,5 @@
 /* Domain routing for apps: the DNS verifier and HAProxy behind the app driver's hook (see routes.h). */
-#include "agent/routes.h"
+#include "agent/daemon/routes.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -8,13 +8,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/log.h"
-#include "agent/services.h"
+#include "agent/daemon/log.h"
+#include "agent/daemon/services.h"
 #include "common/json-cleanup.h"
 #include "common/macro.h"
 #include "drivers/app.h"
-#include "drivers/app/app-dns.h"
-#include "drivers/app/app-haproxy.h"
+#include "routing/app-dns.h"
+#include "routing/app-haproxy.h"
 
 struct agent_routes {
         struct app_routes table;

@@ -1,7 +1,7 @@
 /*
  * Domain routing for apps (issue 12 items 4 and 5): fills the app driver's
  * struct app_routes (drivers/app-routes.h) with the DNS verifier
- * (drivers/app/app-dns.h) and the agent's own HAProxy (drivers/app/app-haproxy.h),
+ * (routing/app-dns.h) and the agent's own HAProxy (routing/app-haproxy.h),
  * and re-checks domains on a thread of its own: pending ones every
  * [apps] verify_pending_sec, routed ones every verify_routed_sec; the same thread
  * starts HAProxy again within 10 s when it died. A pending domain
@@ -23,7 +23,7 @@
  */
 #pragma once
 
-#include "agent/config.h"
+#include "agent/daemon/config.h"
 #include "common/error.h"
 #include "drivers/app-routes.h"
 

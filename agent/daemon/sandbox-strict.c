@@ -17,7 +17,7 @@
  * that matter are paths and structures in memory, which a filter cannot read), prctl,
  * tgkill and the file calls.
  */
-#include "agent/sandbox.h"
+#include "agent/daemon/sandbox.h"
 
 #include <errno.h>
 #include <linux/fs.h>
@@ -102,7 +102,7 @@ static const struct checked {
 } checked[] = {
         /* threads and fork: no new namespace (glibc falls back to clone when clone3 says ENOSYS) */
         { "clone", 0, SCMP_CMP_MASKED_EQ, NS_FLAGS, 0 },
-        /* ...but for the id-map child of drivers/app/app-rootfs.c, exactly this */
+        /* ...but for the id-map child of drivers/app/oci/app-rootfs.c, exactly this */
         { "clone", 0, SCMP_CMP_EQ, CLONE_NEWUSER | CLONE_FILES | SIGCHLD, 0 },
         /* kill: one process, never -1 (every process) nor a process group; pid 0 (our own group) passes */
         { "kill", 0, SCMP_CMP_MASKED_EQ, 0xffffffff80000000ull, 0 },
@@ -116,7 +116,7 @@ static const struct checked {
         { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_INET6, 1, SOCK_TYPE_MASK, SOCK_DGRAM },
         { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_NETLINK, 2, LOW32, NETLINK_ROUTE },
         { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_NETLINK, 2, LOW32, NETLINK_NETFILTER },
-        /* namespaces: only network ones (an app's network namespace, drivers/app/app-net-ns.c,
+        /* namespaces: only network ones (an app's network namespace, drivers/app/net/app-net-ns.c,
          * and nftables inside it, firewall/fw-netlink.c) */
         { "unshare", 0, SCMP_CMP_EQ, CLONE_NEWNET, 0 },
         { "setns", 1, SCMP_CMP_MASKED_EQ, LOW32, CLONE_NEWNET },

@@ -1,4 +1,4 @@
-#include "agent/sandbox.h"
+#include "agent/daemon/sandbox.h"
 
 #include <errno.h>
 #include <seccomp.h>

@@ -1,5 +1,5 @@
-/* Paths relative to the running executable (agent/selfpath.h). */
-#include "agent/selfpath.h"
+/* Paths relative to the running executable (agent/daemon/selfpath.h). */
+#include "agent/daemon/selfpath.h"
 
 #include <errno.h>
 #include <limits.h>

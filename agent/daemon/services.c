@@ -3,8 +3,8 @@
  * others: the VM handlers call vps_added/vps_removed, and this file turns those into
  * metrics tracking and the removal of the server's firewall chains.
  */
-#include "agent/services.h"
-#include "agent/selfpath.h"
+#include "agent/daemon/services.h"
+#include "agent/daemon/selfpath.h"
 
 #include <errno.h>
 #include <string.h>
@@ -12,16 +12,16 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "agent/collector.h"
-#include "agent/config.h"
-#include "agent/log.h"
-#include "agent/routes.h"
-#include "agent/sftpd.h"
-#include "agent/vm-module-load.h"
+#include "agent/daemon/collector.h"
+#include "agent/daemon/config.h"
+#include "agent/daemon/log.h"
+#include "agent/daemon/routes.h"
+#include "agent/daemon/sftpd-service.h"
+#include "agent/daemon/vm-module-load.h"
 #include "common/names.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
-#include "drivers/transfer.h"
+#include "transfer/transfer.h"
 #include "drivers/vm.h"
 #include "firewall/fw.h"
 #include "metrics/metrics.h"
@@ -73,7 +73,7 @@ static void vm_state_changed(void *userdata, const char *vps_id, enum proto_vps_
 }
 
 /* The drivers this agent has, by kind; [vm] driver picks one by name ("none": no servers).
- * A VM driver is a module, loaded only when configured (agent/vm-module-load.h). */
+ * A VM driver is a module, loaded only when configured (agent/daemon/vm-module-load.h). */
 static const char *const vm_drivers[] = { "libvirt" };
 
 static int find_driver(const char *kind, const char *name, const char *const *names, size_t n, size_t *ret,
@@ -184,7 +184,7 @@ static bool find_on_path(const char *name, char *buf, size_t len)
         return false;
 }
 
-/* nodeagent-sftpd when [apps] sftp_listen is set (agent/sftpd.h); without it SFTP is off, apps are not. */
+/* nodeagent-sftpd when [apps] sftp_listen is set (agent/daemon/sftpd-service.h); without it SFTP is off, apps are not. */
 static void start_sftpd(struct agent_services *s)
 {
         const struct agent_config *cfg = s->config;

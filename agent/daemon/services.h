@@ -46,11 +46,11 @@ struct agent_services {
         void (*emit_event)(const struct agent_services *s, const char *type, const char *target_id, json_t *data);
         void *agent; /* the daemon behind emit_event */
 
-        struct collector *collector; /* agent/collector.h: the metrics thread */
-        struct agent_sftpd *sftpd;   /* agent/sftpd.h: nodeagent-sftpd's supervisor; NULL when SFTP is off */
-        struct agent_routes *routes; /* agent/routes.h: domain verification and HAProxy; NULL when off */
+        struct collector *collector; /* agent/daemon/collector.h: the metrics thread */
+        struct agent_sftpd *sftpd;   /* agent/daemon/sftpd-service.h: nodeagent-sftpd's supervisor; NULL when SFTP is off */
+        struct agent_routes *routes; /* agent/daemon/routes.h: domain verification and HAProxy; NULL when off */
 
-        struct consoles *consoles; /* agent/consoles.h: live console sessions; set by the daemon after the loop */
+        struct consoles *consoles; /* agent/console/consoles.h: live console sessions; set by the daemon after the loop */
 };
 
 /*
@@ -77,7 +77,7 @@ void services_set_metrics_interval(struct agent_services *s, unsigned interval_s
 
 struct transfer_options;
 /*
- * The transfer client's options (drivers/transfer.h) from the configuration: [apps]
+ * The transfer client's options (transfer/transfer.h) from the configuration: [apps]
  * transfer_ca_file and transfer_part_size_mb, [controller] allow_insecure_http; the
  * retries, backoff and stage are the client's defaults. Strings are borrowed from the
  * configuration, which outlives every job.

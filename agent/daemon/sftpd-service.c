@@ -1,5 +1,5 @@
-/* The agent's side of nodeagent-sftpd (agent/sftpd.h). */
-#include "agent/sftpd.h"
+/* The agent's side of nodeagent-sftpd (agent/daemon/sftpd-service.h). */
+#include "agent/daemon/sftpd-service.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/config.h"
-#include "agent/log.h"
+#include "agent/daemon/config.h"
+#include "agent/daemon/log.h"
 #include "common/macro.h"
 #include "common/spawn.h"
 #include "common/spawnd.h"

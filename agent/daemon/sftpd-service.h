@@ -30,5 +30,5 @@ int agent_sftpd_start(const struct agent_config *cfg, const char *binary, struct
                       struct na_error *err);
 void agent_sftpd_stop(struct agent_sftpd *d); /* NULL-safe */
 
-/* app.delete: remove the app's credentials file (agent/jobs-app-sftp.c); 0 when it had none. */
+/* app.delete: remove the app's credentials file (agent/kinds/kind-app-sftp.c); 0 when it had none. */
 int agent_app_sftp_forget(const struct agent_services *s, const char *app_id, struct na_error *err);

@@ -1,5 +1,5 @@
-/* Loading a VM driver module (agent/vm-module-load.h, drivers/vm-module.h). */
-#include "agent/vm-module-load.h"
+/* Loading a VM driver module (agent/daemon/vm-module-load.h, drivers/vm-module.h). */
+#include "agent/daemon/vm-module-load.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/selfpath.h"
+#include "agent/daemon/selfpath.h"
 #include "drivers/vm-module.h"
 
 int vm_module_path(const char *name, char *buf, size_t len, struct na_error *err)

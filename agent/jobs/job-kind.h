@@ -37,7 +37,7 @@ struct job_kind {
         unsigned targets;
 };
 
-/* A NULL-terminated list of kinds, one per module (agent/job-registry.c gathers them). */
+/* A NULL-terminated list of kinds, one per module (agent/jobs/job-registry.c gathers them). */
 typedef const struct job_kind *const job_kind_list[];
 
 const struct agent_services *job_services(struct job_ctx *ctx);
@@ -49,7 +49,7 @@ int64_t job_attempt(const struct job_ctx *ctx);
 /*
  * Report progress. stage must be one of the kind's stages (or NULL to keep the
  * current one); percent < 0 for none. Cheap: the link posts the latest progress at
- * most once a second (coalesced; agent/progress-pace.h) and keeps the lease alive on
+ * most once a second (coalesced; agent/link/progress-pace.h) and keeps the lease alive on
  * its own between calls. Call it when the percent moved (struct na_progress_meter).
  */
 void job_progress(struct job_ctx *ctx, const char *stage, int percent, const char *fmt, ...) _printf_(4, 5);

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/jobs.h"
+#include "agent/jobs/jobs.h"
 
 extern job_kind_list node_job_kinds;
 extern job_kind_list vps_job_kinds;
@@ -30,7 +30,7 @@ static const struct job_kind *const *const lists[] = {
 
 #ifdef NA_TEST_HOOKS
 /*
- * The test kinds (agent/jobs-test.c) are compiled only into test builds
+ * The test kinds (agent/kinds/kind-test.c) are compiled only into test builds
  * (-DNA_TEST_HOOKS=ON), and offered there only with NODEAGENT_TEST_KINDS=1. The
  * packaged build has no test kinds at all: they answer UNSUPPORTED_JOB like any
  * unknown kind, whatever the environment says.

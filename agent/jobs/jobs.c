@@ -1,10 +1,10 @@
-#include "agent/jobs.h"
+#include "agent/jobs/jobs.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/workers.h"
+#include "agent/jobs/workers.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 
@@ -66,7 +66,7 @@ const char *job_state_name(enum job_state s)
 static void progress_posted(void *userdata);
 static void job_finished(void *userdata);
 
-/* ---- the API handlers see (agent/job.h) ---- */
+/* ---- the API handlers see (agent/jobs/job-kind.h) ---- */
 
 const struct agent_services *job_services(struct job_ctx *ctx)
 {

@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent/job.h"
-#include "agent/loop.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/loop.h"
+#include "agent/daemon/services.h"
 #include "proto/job.h"
 
 enum job_stop {
@@ -112,7 +112,7 @@ struct jobs_counters {
 };
 void jobs_counters(const struct jobs *jobs, struct jobs_counters *out);
 
-/* The registry (agent/job-registry.c). */
+/* The registry (agent/jobs/job-registry.c). */
 const struct job_kind *job_kind_find(const char *name);
 /* All kind names, for hello's capabilities.jobKinds. */
 json_t *job_kinds_json(void);

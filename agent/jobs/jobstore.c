@@ -1,4 +1,4 @@
-#include "agent/jobstore.h"
+#include "agent/jobs/jobstore.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "agent/workers.h"
+#include "agent/jobs/workers.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -2,10 +2,10 @@
  * app.backup.create, restore, delete and list (AGENT-API 4.2): each a few lines over
  * the app driver's backup functions (drivers/app.h); the params come from
  * proto/app-backup.h. create sends backup.finished, with the same data as a
- * server's (agent/jobs-vps-store.c): the Backup and status "succeeded", or
+ * server's (agent/kinds/kind-vps-store.c): the Backup and status "succeeded", or
  * {backupId, status "failed", code, error} once the work had begun. export and import
  * move a backup file to and from object storage through the transfer client
- * (drivers/transfer.h, AGENT-API 4.4): export PUTs the file as it is; import downloads
+ * (transfer/transfer.h, AGENT-API 4.4): export PUTs the file as it is; import downloads
  * into an unnamed file in the app's backups directory that becomes the listed backup
  * only once it checked out (sha256, zstd): a failure keeps nothing.
  */
@@ -13,12 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/job.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/services.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
-#include "drivers/transfer.h"
+#include "transfer/transfer.h"
 #include "proto/app-backup.h"
 
 struct backup_job {

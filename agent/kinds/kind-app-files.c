@@ -1,21 +1,21 @@
 /*
  * app.files.list, read_text, write, mkdir, move, delete, export and import (AGENT-API
  * 4.2 and 4.4, reference 2.9 and 4.6): each a few lines over the app's volume, which the app driver opens
- * (FILE_ACCESS_DISABLED for templates that refuse it) and drivers/app/app-fs.h keeps
+ * (FILE_ACCESS_DISABLED for templates that refuse it) and volume/volume.h keeps
  * every path beneath (openat2; a path that would leave is VALIDATION_ERROR on its
  * field). The params come from proto/app-files.h.
  */
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "agent/job.h"
-#include "agent/log.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/log.h"
+#include "agent/daemon/services.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
-#include "drivers/app/app-fs-tmp.h"
-#include "drivers/app/app-fs.h"
-#include "drivers/transfer.h"
+#include "volume/app-fs-tmp.h"
+#include "volume/volume.h"
+#include "transfer/transfer.h"
 #include "proto/app-files-transfer.h"
 #include "proto/app-files.h"
 

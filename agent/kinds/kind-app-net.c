@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "agent/job.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/services.h"
 #include "drivers/app.h"
 #include "proto/app-exposure.h"
 

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/config.h"
-#include "agent/job.h"
-#include "agent/services.h"
-#include "agent/sftpd.h"
+#include "agent/daemon/config.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/services.h"
+#include "agent/daemon/sftpd-service.h"
 #include "drivers/app.h"
 #include "proto/app-sftp.h"
 #include "sftp/sftp-auth.h"

@@ -2,16 +2,16 @@
  * The app kinds (AGENT-API 4.2): app.deploy, power, status, command.set,
  * console.send, output, delete, and the node's image.pull, image.list and
  * image.delete. Each handler is a few lines over the app driver's table
- * (drivers/app.h); the params come from proto/app.h's decoders.
+ * (drivers/app.h); the params come from proto/app-params.h's decoders.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/job.h"
-#include "agent/sftpd.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/sftpd-service.h"
+#include "agent/daemon/services.h"
 #include "drivers/app.h"
-#include "proto/app.h"
+#include "proto/app-params.h"
 
 struct app_job {
         const struct app_driver *app;
@@ -118,7 +118,7 @@ static int delete_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
         (void)params;
         struct app_job j;
         int r = begin(ctx, &j, err);
-        if (r >= 0) /* SFTP logins end first (agent/sftpd.h) */
+        if (r >= 0) /* SFTP logins end first (agent/daemon/sftpd-service.h) */
                 r = agent_app_sftp_forget(job_services(ctx), j.id, err);
         if (r >= 0)
                 r = j.app->remove(j.conn, j.id, err);

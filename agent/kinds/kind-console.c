@@ -1,14 +1,14 @@
 /*
- * console.open and console.close (AGENT-API 4.3): thin handlers over agent/consoles.h.
+ * console.open and console.close (AGENT-API 4.3): thin handlers over agent/console/consoles.h.
  * console.open runs on a worker until the relay's WebSocket is up (the dial blocks
  * that worker, never the loop), then the session lives on in the loop.
  */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "agent/consoles.h"
-#include "agent/job.h"
-#include "agent/services.h"
+#include "agent/console/consoles.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/services.h"
 #include "proto/console.h"
 
 static int open_decode(json_t *params, void **ret, struct na_error *err)

@@ -14,13 +14,13 @@
  */
 #include <stdlib.h>
 
-#include "agent/job.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/services.h"
 #include "common/json-cleanup.h"
 #include "firewall/fw.h"
 #include "proto/firewall.h"
 
-extern job_kind_list fw_job_kinds; /* gathered by agent/job-registry.c */
+extern job_kind_list fw_job_kinds; /* gathered by agent/jobs/job-registry.c */
 
 static struct fw *firewall(struct job_ctx *ctx, struct na_error *err)
 {

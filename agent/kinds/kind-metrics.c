@@ -1,6 +1,6 @@
 /*
  * Job kinds vps.metrics and app.metrics (agent API 4.1, 4.2, 5.1): params {from?, to?,
- * step?} decoded and checked by proto/metrics.c; the answer comes from the metrics
+ * step?} decoded and checked by proto/metrics-params.c; the answer comes from the metrics
  * module's history. Neither changes the node.
  *
  * A server that the metrics module does not track but that exists on the node (the
@@ -12,12 +12,12 @@
  */
 #include <stdlib.h>
 
-#include "agent/job.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/services.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
 #include "metrics/metrics.h"
-#include "proto/metrics.h"
+#include "proto/metrics-params.h"
 
 static int metrics_params_decode(json_t *params, void **ret, struct na_error *err)
 {

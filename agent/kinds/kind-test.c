@@ -24,8 +24,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/job.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/services.h"
 #include "common/fileio.h"
 #include "proto/decode.h"
 

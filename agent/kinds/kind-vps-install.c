@@ -3,11 +3,11 @@
  * of reference 4.4 applied against what the server has now, the work done by the
  * VM driver with its stages reported into the job.
  */
-#include "agent/jobs-vps.h"
+#include "agent/kinds/kind-vps.h"
 
 #include <string.h>
 
-#include "agent/services.h"
+#include "agent/daemon/services.h"
 
 static const char *const create_stages[] = { "preparing-disk", "writing-image", "configuring", "booting", NULL };
 static const char *const reinstall_stages[] = { "stopping", "preparing-disk", "writing-image", "configuring",

@@ -3,12 +3,12 @@
  * backup (made or failed once work began) is told to the central API with a
  * backup.finished event.
  */
-#include "agent/jobs-vps.h"
+#include "agent/kinds/kind-vps.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/services.h"
+#include "agent/daemon/services.h"
 
 static const char *const backup_stages[] = { "exporting", "compressing", NULL };
 

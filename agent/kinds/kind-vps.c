@@ -2,12 +2,12 @@
  * vps.power, vps.status, vps.exec, vps.upgrade and vps.delete, the helpers every
  * vps handler shares, and the list of vps kinds (vps_job_kinds).
  */
-#include "agent/jobs-vps.h"
+#include "agent/kinds/kind-vps.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/services.h"
+#include "agent/daemon/services.h"
 
 int vps_job_begin(struct job_ctx *ctx, struct vps_job *j, struct na_error *err)
 {

@@ -5,7 +5,7 @@
  */
 #pragma once
 
-#include "agent/job.h"
+#include "agent/jobs/job-kind.h"
 #include "drivers/vm.h"
 
 extern job_kind_list vps_job_kinds;

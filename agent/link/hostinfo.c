@@ -1,4 +1,4 @@
-#include "agent/hostinfo.h"
+#include "agent/link/hostinfo.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "agent/http.h"
+#include "agent/link/http.h"
 
 #include <curl/curl.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * The controller link's parts, shared by its three files: link.c (the link's state,
  * hello, the long poll, reports), link-jobs.c (remote jobs from offer to result) and
- * link-token.c (the bearer token and its rotation). Nothing outside agent/link*.c
+ * link-token.c (the bearer token and its rotation). Nothing outside agent/link/link*.c
  * includes this.
  */
 #pragma once
@@ -9,10 +9,10 @@
 #include <limits.h>
 #include <stdatomic.h>
 
-#include "agent/backoff.h"
-#include "agent/http.h"
-#include "agent/link.h"
-#include "agent/progress-pace.h"
+#include "agent/link/backoff.h"
+#include "agent/link/http.h"
+#include "agent/link/link.h"
+#include "agent/link/progress-pace.h"
 
 #define RESULTS_IN_FLIGHT_MAX 8
 
@@ -24,7 +24,7 @@ enum link_state { LINK_CONNECTING, LINK_CONNECTED, LINK_BACKOFF, LINK_AUTH_REFUS
  * link job is not freed; its answer steps the machine on).
  *
  *   RUNNING   the job is queued or runs here; its progress is posted paced by
- *             agent/progress-pace.h: the first at once, then at most one post a second
+ *             agent/link/progress-pace.h: the first at once, then at most one post a second
  *             carrying the latest (coalesced), and the latest again every leaseSec/3
  *             as the lease keepalive.
  *       -- progress answered 404/409 (not JOB_CANCELLED) --> DROPPED (the job is asked

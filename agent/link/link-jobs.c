@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/link-internal.h"
-#include "agent/log.h"
+#include "agent/link/link-internal.h"
+#include "agent/daemon/log.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "proto/job.h"

@@ -3,8 +3,8 @@
 #include <string.h>
 #include <sys/inotify.h>
 
-#include "agent/link-internal.h"
-#include "agent/log.h"
+#include "agent/link/link-internal.h"
+#include "agent/daemon/log.h"
 
 #define TOKEN_MAX 4096
 

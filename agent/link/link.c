@@ -2,15 +2,15 @@
  * The controller link: its state and backoff, hello, the long poll and reports.
  * Remote jobs are in link-jobs.c, the token in link-token.c (link-internal.h).
  */
-#include "agent/link.h"
+#include "agent/link/link.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 
-#include "agent/link-internal.h"
-#include "agent/log.h"
+#include "agent/link/link-internal.h"
+#include "agent/daemon/log.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "proto/job.h"

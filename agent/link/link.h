@@ -5,7 +5,7 @@
  * second per job carrying the latest (also as the lease keepalive, every leaseSec/3);
  * results, never delayed by progress, recorded durably before they are sent and
  * re-sent oldest first until taken or refused with 404/409; reports. Failures back
- * off with full jitter (agent/backoff.h) and the link state is logged once per
+ * off with full jitter (agent/link/backoff.h) and the link state is logged once per
  * change. The bearer token is re-read when its file changes and after any 401.
  */
 #pragma once
@@ -13,12 +13,12 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "agent/config.h"
-#include "agent/hostinfo.h"
-#include "agent/jobs.h"
-#include "agent/jobstore.h"
-#include "agent/loop.h"
-#include "agent/reports.h"
+#include "agent/daemon/config.h"
+#include "agent/link/hostinfo.h"
+#include "agent/jobs/jobs.h"
+#include "agent/jobs/jobstore.h"
+#include "agent/daemon/loop.h"
+#include "agent/link/reports.h"
 #include "proto/wire.h"
 
 struct link;

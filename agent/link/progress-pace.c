@@ -1,5 +1,5 @@
 /* When a remote job's progress may be posted: see progress-pace.h. */
-#include "agent/progress-pace.h"
+#include "agent/link/progress-pace.h"
 
 void progress_pace_init(struct progress_pace *p, uint64_t now_us)
 {

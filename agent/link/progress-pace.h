@@ -4,7 +4,7 @@
  * PROGRESS_GAP_US carrying the latest stage, percent and message (what came between
  * is coalesced), and, with nothing new, the latest again as the lease keepalive once
  * keepalive_us passed since the last post. Pure: the caller passes the clock and does
- * the posting (agent/link-jobs.c).
+ * the posting (agent/link/link-jobs.c).
  *
  *   struct progress_pace p;
  *   progress_pace_init(&p, now);              // the job was taken

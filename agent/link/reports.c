@@ -1,4 +1,4 @@
-#include "agent/reports.h"
+#include "agent/link/reports.h"
 
 #include <pthread.h>
 #include <stdio.h>

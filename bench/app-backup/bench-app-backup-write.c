@@ -1,5 +1,5 @@
 /*
- * Drives the backup archive writer (drivers/app/app-backup-write.c) over a directory
+ * Drives the backup archive writer (drivers/app/backup/app-backup-write.c) over a directory
  * into a file, as app.backup.create does, and prints one JSON line: bytes archived,
  * seconds, the archive's size and sha256, and this process's peak RSS (VmHWM).
  *
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "drivers/app/app-backup.h"
+#include "drivers/app/backup/app-backup-parts.h"
 
 static long vm_hwm_kb(void)
 {

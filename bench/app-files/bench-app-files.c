@@ -1,6 +1,6 @@
 /*
  * app.files.read_text of 512 KB (issue 11, item 8): the driver-level read the job runs
- * (drivers/app/app-fs.h: text check, openat2 beneath the volume's root, read, UTF-8
+ * (volume/volume.h: text check, openat2 beneath the volume's root, read, UTF-8
  * check of the whole answer) beside its peer in the same run, the bare
  * open(2) + read(2) + close(2) of the same file with no check at all: what is left is
  * the path layer's and the UTF-8 check's cost. Prints p50 and p99 of both.
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "drivers/app/app-fs.h"
+#include "volume/volume.h"
 
 static double now_us(void)
 {

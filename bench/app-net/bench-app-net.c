@@ -4,7 +4,7 @@
  *   bench-app-net [--apps N] [--group G] [--joins J] [--nft PATH]
  *
  * In a private network namespace of its own (never the host's ruleset), with the
- * real app network code (drivers/app/app-net.c) but without containers: N apps are
+ * real app network code (drivers/app/net/app-net.c) but without containers: N apps are
  * registered (addresses, the state file, hosts files in their directories) in groups
  * of G; then J joins move one app between two groups, each: one nft batch (an
  * element out of a set, one into another), the state file replaced atomically
@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "drivers/app/app-net-internal.h" /* the breakdown: the nft batch alone */
+#include "drivers/app/net/app-net-internal.h" /* the breakdown: the nft batch alone */
 
 static double now_ms(void)
 {

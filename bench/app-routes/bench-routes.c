@@ -1,6 +1,6 @@
 /*
  * Benchmark of issue 12 item 7 (first half): the time to apply one route change
- * through the HAProxy router (drivers/app/app-haproxy.h: map file + runtime API) with
+ * through the HAProxy router (routing/app-haproxy.h: map file + runtime API) with
  * N routes present, while a load thread sends R requests/s through HAProxy to a
  * routed backend on loopback (a new connection each, so every failure is counted),
  * printed beside the named peer: the same change made by rewriting the map file and
@@ -28,7 +28,7 @@
 #include <time.h>
 
 #include "common/fileio.h"
-#include "drivers/app/app-haproxy-internal.h"
+#include "routing/app-haproxy-internal.h"
 
 static double now_ms(void)
 {

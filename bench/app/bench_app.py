@@ -59,7 +59,7 @@ UMOUNT = "/usr/bin/umount"
 UNIFIED = "/sys/fs/cgroup/unified"
 PEER_CGROUP = "nodeagent-bench-peer"
 MONITOR = os.path.join(BUILD, "monitor", "nodeagent-monitor")
-MKIMAGE = os.path.join(SRC, "tests", "app", "mkimage.py")
+MKIMAGE = os.path.join(SRC, "tests", "harness", "mkimage.py")
 READY = ["/bin/sh", "-c", "echo ready; exec sleep 100000"]
 LINE = 100  # bytes per output line in the output part, newline included
 REC_HDR = 25  # ring record: u32 len, u32 crc32c, u64 seq, i64 ts_ms, u8 stream, then len bytes
@@ -426,7 +426,7 @@ def bench_memory(b, n):
     b.apps.extend(apps)
     t0 = time.time()
     # One job at a time: concurrent deploys or starts can deadlock in the agent (idmap_userns
-    # in drivers/app/app-rootfs.c forks and, without exec, keeps the pipes of other threads
+    # in drivers/app/oci/app-rootfs.c forks and, without exec, keeps the pipes of other threads
     # open; two such children wait for each other's EOF for ever).
     for a in apps:
         b.ok("app.deploy", a, b.deploy_params(f"m{a[:8]}", ["/bin/sleep", "100000"]), timeout=300)

@@ -39,7 +39,7 @@ SRC = os.path.dirname(os.path.dirname(HERE))
 os.environ.setdefault("NA_SOURCE_DIR", SRC)
 os.environ.setdefault("NA_BUILD_DIR", os.path.join(SRC, "build"))
 sys.path.insert(0, os.path.join(SRC, "tests", "harness"))
-sys.path.insert(0, os.path.join(SRC, "tests", "apps"))
+sys.path.insert(0, os.path.join(SRC, "tests", "agent", "kinds", "apps"))
 sys.path.insert(0, os.path.join(SRC, "bench", "app"))
 from nodeagent_harness import Setup, private_netns, wait_for  # noqa: E402
 from test_apps import app_job, apps_conf, deploy_params, ok  # noqa: E402

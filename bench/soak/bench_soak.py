@@ -95,7 +95,7 @@ class Consoles:
     """One app and console sessions to it through an in-process relay (bench/console)."""
 
     def __init__(self, s):
-        sys.path.insert(0, os.path.join(SRC, "tests", "apps"))
+        sys.path.insert(0, os.path.join(SRC, "tests", "agent", "kinds", "apps"))
         sys.path.insert(0, os.path.join(SRC, "bench", "console"))
         sys.path.insert(0, os.path.join(SRC, "bench", "app"))
         import bench_console
@@ -156,7 +156,7 @@ def main():
         c = {"vm": vm, "metrics": {"cgroup_root": cg, "interval_sec": a.interval_sec},
              "agent": {"log_level": "info"}}
         if with_apps:
-            sys.path.insert(0, os.path.join(SRC, "tests", "apps"))
+            sys.path.insert(0, os.path.join(SRC, "tests", "agent", "kinds", "apps"))
             from test_apps import apps_conf
             c.update(apps_conf(s))
             c["apps"]["sftp_listen"] = ""

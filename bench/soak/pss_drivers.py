@@ -181,7 +181,7 @@ def main():
         def make(s):
             c = {"agent": {"log_level": "info"}}
             if apps_on and apps:
-                sys.path.insert(0, os.path.join(SRC, "tests", "apps"))
+                sys.path.insert(0, os.path.join(SRC, "tests", "agent", "kinds", "apps"))
                 from test_apps import apps_conf
                 c.update(apps_conf(s))
                 c["apps"]["sftp_listen"] = ""

@@ -2,7 +2,7 @@
 """Transfer client benchmark (issue 11, AGENT-API 4.4). Prints figures; asserts nothing.
 
   GET, PUT     one object of --mb MiB through the transfer client (tests/transfer/
-               transfer-cli over drivers/transfer/) beside the `curl` command line
+               transfer-cli over transfer/) beside the `curl` command line
                tool against the same store in the same run: MB/s and peak RSS
   multipart    the same object PUT in parts of 8 MiB
 

@@ -14,8 +14,8 @@
 #include "common/fileio.h"
 #include "common/names.h"
 #include "common/timeutil.h"
-#include "drivers/vm-qcow2.h"
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-qcow2.h"
+#include "drivers/vm/vm-util.h"
 
 static int cmp_double(const void *a, const void *b)
 {

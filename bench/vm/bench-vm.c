@@ -18,13 +18,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/jobs-vps.h"
-#include "agent/services.h"
+#include "agent/kinds/kind-vps.h"
+#include "agent/daemon/services.h"
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
-#include "drivers/vm-util.h"
-#include "tests/vm/job-double.h"
+#include "drivers/vm/vm-util.h"
+#include "tests/drivers/vm/job-double.h"
 #include "bench-vm-peers.h"
 
 static char root[] = "/tmp/na-vm-bench-XXXXXX";

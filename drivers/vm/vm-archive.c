@@ -1,6 +1,6 @@
 /* Backup archives: zstd streams with the sha256 of the compressed bytes. */
 #include "common/fileio.h"
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 
 #include <fcntl.h>
 #include <openssl/evp.h>

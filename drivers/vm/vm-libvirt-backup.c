@@ -10,7 +10,7 @@
  * read; a restore has no stages: 0-90 % while it unpacks (bytes read), 90 replacing
  * the disk, 95 starting.
  */
-#include "drivers/vm-libvirt-internal.h"
+#include "drivers/vm/vm-libvirt-internal.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  *           and raw: qemu's own end of the guest's first serial port.
  *   vnc     virDomainOpenGraphicsFD(): the display's own connection, RFB as it is.
  */
-#include "drivers/vm-libvirt-internal.h"
+#include "drivers/vm/vm-libvirt-internal.h"
 
 #include <errno.h>
 #include <stdio.h>

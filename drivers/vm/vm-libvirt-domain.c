@@ -2,7 +2,7 @@
  * A server's domain once it exists: power (converging), status, the Server view,
  * upgrade, delete, the hello inventory and the starts after a node reboot.
  */
-#include "drivers/vm-libvirt-internal.h"
+#include "drivers/vm/vm-libvirt-internal.h"
 
 #include <stdio.h>
 #include <string.h>

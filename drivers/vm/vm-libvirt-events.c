@@ -4,7 +4,7 @@
  * daemon's callback; a lost connection is noticed through libvirt's close
  * callback and a timer reconnects it.
  */
-#include "drivers/vm-libvirt-internal.h"
+#include "drivers/vm/vm-libvirt-internal.h"
 
 #include <string.h>
 #include <time.h>

@@ -4,7 +4,7 @@
  * timeout passes. Output is capped; truncated says so. An agent that does not
  * answer within guest_agent_timeout_sec is GUEST_AGENT_UNAVAILABLE.
  */
-#include "drivers/vm-libvirt-internal.h"
+#include "drivers/vm/vm-libvirt-internal.h"
 
 #include <libvirt/libvirt-qemu.h>
 #include <stdio.h>

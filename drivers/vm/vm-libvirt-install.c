@@ -4,7 +4,7 @@
  * again: metadata marks an unfinished install, the disk is made under a temporary
  * name and renamed into place, and the domain always points at a bootable disk.
  */
-#include "drivers/vm-libvirt-internal.h"
+#include "drivers/vm/vm-libvirt-internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /*
  * Inside the libvirt VM driver: the connection object and what its files share.
- * Only drivers/vm-libvirt*.c include libvirt headers; the helpers of
- * drivers/vm-*.c without "libvirt" in their name never touch libvirt.
+ * Only drivers/vm/vm-libvirt*.c include libvirt headers; the helpers of
+ * drivers/vm/vm-*.c without "libvirt" in their name never touch libvirt.
  */
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 #include "drivers/vm.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(virConnectPtr, virConnectClose)

@@ -3,7 +3,7 @@
  * the user's name as description, so a snapshot id always finds the same
  * snapshot and a repeated create returns it; maxSnapshots enforced on create.
  */
-#include "drivers/vm-libvirt-internal.h"
+#include "drivers/vm/vm-libvirt-internal.h"
 
 #include <stdio.h>
 #include <string.h>

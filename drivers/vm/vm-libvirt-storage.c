@@ -5,14 +5,14 @@
  * a dir pool over storage_dir ("nodeagent") lists them as volumes; the in-memory
  * test driver has no pools, and the files are real either way.
  */
-#include "drivers/vm-libvirt-internal.h"
+#include "drivers/vm/vm-libvirt-internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "drivers/vm-qcow2.h"
+#include "drivers/vm/vm-qcow2.h"
 
 char *vm_lv_disk_path(struct vm_conn *c, const char *id)
 {

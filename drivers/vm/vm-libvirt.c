@@ -3,7 +3,7 @@
  * errors turned into ours, what the driver remembers between calls, and the one
  * const struct vm_driver table.
  */
-#include "drivers/vm-libvirt-internal.h"
+#include "drivers/vm/vm-libvirt-internal.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * plan, template, credentials (a crypt hash, never a plain password), inputs,
  * createdAt, the wanted power state and whether an install is unfinished.
  */
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -12,7 +12,7 @@
  *
  * Each L1 entry covers one L2 table of 8192 entries of 64 KiB: 512 MiB of disk.
  */
-#include "drivers/vm-qcow2.h"
+#include "drivers/vm/vm-qcow2.h"
 
 #include "common/fileio.h"
 

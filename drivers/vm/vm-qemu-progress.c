@@ -1,5 +1,5 @@
 /* qemu-img's -p output read as it comes: see vm-util.h. */
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 
 #include <stdlib.h>
 

@@ -21,7 +21,7 @@
  * Ridge when the ER entry is there; Joliet readers get the same names (without a
  * ";1" version, as genisoimage and xorriso write them).
  */
-#include "drivers/vm-seed-iso.h"
+#include "drivers/vm/vm-seed-iso.h"
 
 #include "common/fileio.h"
 

@@ -5,8 +5,8 @@
  * The password goes in as a SHA-512 crypt hash only.
  */
 #include "common/fileio.h"
-#include "drivers/vm-util.h"
-#include "drivers/vm-seed-iso.h"
+#include "drivers/vm/vm-util.h"
+#include "drivers/vm/vm-seed-iso.h"
 
 #include <crypt.h>
 #include <fcntl.h>

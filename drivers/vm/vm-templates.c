@@ -4,7 +4,7 @@
  * reloaded when it changes; lookups by (id, imageSlug); the image's sha256
  * verified before first use and remembered by (path, size, mtime) in a cache file.
  */
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 
 #include <limits.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* Small helpers of the VM driver: progress, child processes, checksums, ids, files. */
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 
 #include <ctype.h>
 #include <fcntl.h>

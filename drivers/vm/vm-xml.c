@@ -3,7 +3,7 @@
  * element in our own namespace), escaped properly, and the few reads of libvirt's
  * XML the driver needs. Pure string work, no libvirt.
  */
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
- * A libFuzzer entry for the control socket's lines (agent/control-request.c): the
- * input is what a client writes, cut at newlines as agent/control.c cuts it, and each
+ * A libFuzzer entry for the control socket's lines (agent/control/control-request.c): the
+ * input is what a client writes, cut at newlines as agent/control/control.c cuts it, and each
  * non-empty line goes through control_request_parse, then control_run_decode or
  * control_logs_decode as its cmd says. Contracts: no crash or leak; every refusal
  * can be sent (its message makes a JSON answer, as control.c builds it: a client
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/control-request.h"
+#include "agent/control/control-request.h"
 #include "common/macro.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

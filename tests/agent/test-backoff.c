@@ -1,11 +1,11 @@
-/* agent/backoff.h: floor, growth, the 60 s cap, the 300 s auth cap, Retry-After, reset. */
+/* agent/link/backoff.h: floor, growth, the 60 s cap, the 300 s auth cap, Retry-After, reset. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "agent/backoff.h"
+#include "agent/link/backoff.h"
 
 #define RND_MAX UINT32_MAX
 

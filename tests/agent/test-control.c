@@ -1,5 +1,5 @@
 /*
- * agent/control.h over a real unix socket in a temporary directory: status, jobs,
+ * agent/control/control.h over a real unix socket in a temporary directory: status, jobs,
  * run (node.status and test kinds, through the real job layer), garbage answered with
  * {"ok":false,...} on a connection that keeps working, pipelined and split requests,
  * an over-long line closing its connection only, a client leaving before its job
@@ -22,8 +22,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "agent/control.h"
-#include "agent/log.h"
+#include "agent/control/control.h"
+#include "agent/daemon/log.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "common/unit.h"

@@ -1,5 +1,5 @@
 /*
- * The real nodeagentctl (from the build tree, $NA_BUILD_DIR/agent/nodeagentctl)
+ * The real nodeagentctl (from the build tree, $NA_BUILD_DIR/ctl/nodeagentctl)
  * against a real control socket served by this test with a fake app driver table
  * (tests/agent/fake-app.h): the apps table and --json, logs with -n and --since
  * (paging past the agent's 1000 lines per answer), APP_NOT_FOUND and apps off (exit
@@ -22,8 +22,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "agent/control.h"
-#include "agent/log.h"
+#include "agent/control/control.h"
+#include "agent/daemon/log.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "common/unit.h"
@@ -72,7 +72,7 @@ static int setup(void **state)
         struct fixture *f = calloc(1, sizeof(*f));
         f->dir = unit_tmpdir("ctl-apps");
         if (asprintf(&f->sock, "%s/control.sock", f->dir) < 0 ||
-            asprintf(&f->ctl, "%s/agent/nodeagentctl", build ? build : ".") < 0)
+            asprintf(&f->ctl, "%s/ctl/nodeagentctl", build ? build : ".") < 0)
                 abort();
         if (access(f->ctl, X_OK) < 0) {
                 fprintf(stderr, "%s: %s (set NA_BUILD_DIR; ctest does)\n", f->ctl, strerror(errno));

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/jobs.h"
+#include "agent/jobs/jobs.h"
 #include "common/uuid.h"
 
 struct owner {

@@ -1,5 +1,5 @@
 /*
- * agent/jobs.h with a real loop, real worker threads and the test kinds
+ * agent/jobs/jobs.h with a real loop, real worker threads and the test kinds
  * (NODEAGENT_TEST_KINDS=1): per-target createdAt order, the parallelism bound,
  * timeout, cancel, shutdown and lease loss, unknown kinds, wrong target types, bad
  * params, progress coalescing, the listing and the counters.
@@ -18,7 +18,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "agent/jobs.h"
+#include "agent/jobs/jobs.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "common/unit.h"
@@ -732,7 +732,7 @@ static void stages_on_progress(struct harness *h, struct job_ctx *job)
         job_progress_get(job, &got);
         assert_string_equal(got.stage, "working");
 
-        /* Stage changes coalesce like percents: the link posts the latest (agent/progress-pace.h). */
+        /* Stage changes coalesce like percents: the link posts the latest (agent/link/progress-pace.h). */
         job_progress(job, "preparing-disk", 10, "a1");
         job_progress(job, "writing-image", 40, "b1");
         job_progress(job, NULL, 50, "b2"); /* no stage: still writing-image */

@@ -1,5 +1,5 @@
 /*
- * agent/jobstore.h: start/result/acked survive a reopen, pending results oldest first,
+ * agent/jobs/jobstore.h: start/result/acked survive a reopen, pending results oldest first,
  * the unfinished list for hello, a torn tail after a crash, a corrupt middle refused,
  * compaction keeping what the header promises (and in the same order), retention of
  * accepted results by age and by count, and concurrent record_result from many
@@ -16,7 +16,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "agent/jobstore.h"
+#include "agent/jobs/jobstore.h"
 #include "common/journal.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"

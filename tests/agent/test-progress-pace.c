@@ -1,5 +1,5 @@
 /*
- * agent/progress-pace.h: the first progress at once, then at most one post per gap
+ * agent/link/progress-pace.h: the first progress at once, then at most one post per gap
  * carrying the latest, the keepalive when nothing is new, and a simulated job that
  * reports a thousand times stays within one post a second.
  */
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "agent/progress-pace.h"
+#include "agent/link/progress-pace.h"
 
 #define S 1000000u          /* one second in µs */
 #define KEEP (20u * S)      /* leaseSec 60: keepalive every 20 s */

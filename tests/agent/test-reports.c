@@ -1,5 +1,5 @@
 /*
- * agent/reports.h: consecutive seq numbers that survive a reopen (and a compaction),
+ * agent/link/reports.h: consecutive seq numbers that survive a reopen (and a compaction),
  * ack drops everything up to ackSeq, events are never dropped, the metrics bound
  * drops the oldest metrics first, events queued from many threads.
  */
@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "agent/reports.h"
+#include "agent/link/reports.h"
 #include "common/journal.h"
 #include "common/json-cleanup.h"
 #include "common/unit.h"

@@ -1,5 +1,5 @@
 /*
- * The agent's seccomp filter (agent/sandbox.c) is inherited by every app it starts,
+ * The agent's seccomp filter (agent/daemon/sandbox.c) is inherited by every app it starts,
  * so it must not kill programs of the other ABIs an app may hold: on x86-64, a
  * 32-bit system call (int $0x80) under the filter works, and a denied one is refused
  * with EPERM in that ABI too. Before the fix the filter listed the native ABI only
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/sandbox.h"
+#include "agent/daemon/sandbox.h"
 
 #if defined(__x86_64__)
 static long syscall32(long nr, long a1)

@@ -1,5 +1,5 @@
 /*
- * sandbox = strict, the calls allowed only with some arguments (agent/sandbox-strict.c):
+ * sandbox = strict, the calls allowed only with some arguments (agent/daemon/sandbox-strict.c):
  * threads and fork still work (clone3 answers ENOSYS, glibc falls back to clone), a
  * clone, unshare or setns of a namespace kind the agent never makes is refused, as are
  * kill of -1 or of a process group, a socket of another family (AF_PACKET), a raw inet
@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/sandbox.h"
+#include "agent/daemon/sandbox.h"
 
 #ifdef NDEBUG
 #define REFUSED 0 /* the child saw EPERM */

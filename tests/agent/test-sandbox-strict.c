@@ -1,5 +1,5 @@
 /*
- * sandbox = strict (agent/sandbox-strict.c): under the allow-list a call the agent
+ * sandbox = strict (agent/daemon/sandbox-strict.c): under the allow-list a call the agent
  * never makes is refused (EPERM in release builds, the process killed by SIGSYS in
  * debug builds), while programs started through the exec helper run without the
  * agent's filter (their /proc/self/status says "Seccomp: 0"), so containers keep
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/sandbox.h"
+#include "agent/daemon/sandbox.h"
 #include "common/spawn.h"
 #include "common/spawnd.h"
 

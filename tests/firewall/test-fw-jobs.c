@@ -1,5 +1,5 @@
 /*
- * The job kinds of agent/jobs-firewall.c, compiled into this test with a stand-in for
+ * The job kinds of agent/kinds/kind-firewall.c, compiled into this test with a stand-in for
  * the job layer (job_services, job_target_id, job_checkpoint...), against the real
  * kernel in a private network namespace: the round trip through JSON params and
  * results, VALIDATION_ERROR details, "firewall disabled", cancellation, and the
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/job.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/services.h"
 #include "common/json-cleanup.h"
 #include "firewall/fw.h"
 #include "fw-test.h"

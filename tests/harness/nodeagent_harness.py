@@ -16,7 +16,7 @@ import uuid
 SRC = os.environ.get("NA_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("NA_BUILD_DIR") or os.path.join(SRC, "build")
 NODEAGENTD = os.path.join(BUILD, "agent", "nodeagentd")
-NODEAGENTCTL = os.path.join(BUILD, "agent", "nodeagentctl")
+NODEAGENTCTL = os.path.join(BUILD, "ctl", "nodeagentctl")
 CONTROLLER = os.path.join(SRC, "tests", "controller", "controller.py")
 MKCERTS = os.path.join(SRC, "tests", "controller", "mkcerts.sh")
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -62,7 +62,7 @@ def check_stages(posted, order):
     Progress): a quick job shows one stage (its first, or a later one when the job got
     there before the loop posted), a longer one more; whatever arrives comes in the
     kind's order. Which stages a kind goes through is checked where every call is
-    seen (the cmocka tests with tests/vm/job-double.c and the drivers' own tests)."""
+    seen (the cmocka tests with tests/drivers/vm/job-double.c and the drivers' own tests)."""
     check(posted, ("no progress posted", order))
     check(all(p in order for p in posted) and posted == sorted(posted, key=order.index), (posted, order))
 
@@ -172,7 +172,7 @@ class Agent:
             "controller": {"url": controller_url, "token_file": self.token_file, "ca_file": ca_file,
                            "poll_wait_sec": "5"},
             "vm": {"uri": "test:///default"},
-            # nodeagent-sftpd stays off unless a test turns it on (tests/app-sftp): parallel
+            # nodeagent-sftpd stays off unless a test turns it on (tests/sftp): parallel
             # agents would all try the default 0.0.0.0:2022.
             "apps": {"sftp_listen": ""},
         }
@@ -417,7 +417,7 @@ def make_vm_assets(tmp):
     with open(tfile, "w") as f:
         json.dump(templates, f, indent=1)
     node = os.path.join(tmp, "node.xml")
-    shutil.copy(os.path.join(SRC, "tests", "vm", "node.xml"), node)
+    shutil.copy(os.path.join(SRC, "tests", "drivers", "vm", "node.xml"), node)
     return {"uri": f"test://{node}", "templates_file": tfile, "images_dir": images, "domain_type": "qemu"}
 
 

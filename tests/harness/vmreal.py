@@ -1,4 +1,4 @@
-"""A real libvirtd and the busybox TCG guest of tests/vm-real (guest.sh), for the
+"""A real libvirtd and the busybox TCG guest of tests/drivers/vm-real (guest.sh), for the
 tests and the demo that need a real server: its serial console and VNC display.
 
     prepare(s)      (a Setup's before_start) start libvirtd (libvirtd.sh) and build the
@@ -12,10 +12,10 @@ import subprocess
 
 from nodeagent_harness import BUILD, SRC, Skip, check
 
-VMREAL = os.path.join(SRC, "tests", "vm-real")
+VMREAL = os.path.join(SRC, "tests", "drivers", "vm-real")
 # One cached guest per build tree, shared with test-vm-real (guest.sh locks its
 # directory: one build, one download).
-GUEST = os.environ.get("NA_VMREAL_GUEST_DIR") or os.path.join(BUILD, "tests", "vm-real", "guest")
+GUEST = os.environ.get("NA_VMREAL_GUEST_DIR") or os.path.join(BUILD, "tests", "drivers", "vm-real", "guest")
 LIBVIRTD_DIR = os.environ.get("NA_VMREAL_LIBVIRTD_DIR") or "/run/nodeagent-vmreal"
 URI = "qemu:///system"
 TEMPLATE = {"id": "nodeagent-test-tiny", "imageSlug": "busybox-1", "os": "linux"}

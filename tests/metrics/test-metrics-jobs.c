@@ -1,5 +1,5 @@
 /*
- * agent/jobs-metrics.c: the vps.metrics and app.metrics kinds, run against a real
+ * agent/kinds/kind-metrics.c: the vps.metrics and app.metrics kinds, run against a real
  * metrics module on a fixture tree, with a minimal job context standing in for the
  * job layer (only job_services and job_target_id are used by these kinds).
  */
@@ -10,8 +10,8 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "agent/job.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/services.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "fixture.h"

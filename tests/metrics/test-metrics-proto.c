@@ -1,4 +1,4 @@
-/* proto/metrics.c: params of vps.metrics (defaults, step selection, validation) and the encodings. */
+/* proto/metrics-params.c: params of vps.metrics (defaults, step selection, validation) and the encodings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
-#include "proto/metrics.h"
+#include "proto/metrics-params.h"
 
 /* 2026-11-21T12:00:00Z */
 #define NOW_MS 1795262400000LL

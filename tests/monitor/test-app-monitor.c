@@ -23,8 +23,8 @@
 #include "common/fileio.h"
 #include "common/spawn.h"
 #include "common/unit.h"
-#include "drivers/app/app-monitor.h"
-#include "drivers/app/app-ring.h"
+#include "drivers/app/oci/app-monitor.h"
+#include "ring/app-ring.h"
 
 #define CRUN "/usr/bin/crun"
 #define BUSYBOX "/bin/busybox"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The man pages (docs/man): groff finds nothing to warn about, the built pages carry
-# the version, nodeagent.conf(5) documents every key of agent/config.c, and the two
-# command pages document every long option of agent/main.c and agent/ctl.c.
+# the version, nodeagent.conf(5) documents every key of agent/daemon/config.c, and the two
+# command pages document every long option of agent/daemon/main.c and ctl/ctl.c.
 . "$(dirname "$0")/lib.sh"
 
 MAN_SRC=$NA_SOURCE_DIR/docs/man
@@ -52,14 +52,14 @@ while read -r l; do fail "$l"; done <"$SCRATCH/undocumented"
 long_options() {
 	sed -n 's/.*{ *"\([a-z-]*\)", *\(no\|required\|optional\)_argument.*/\1/p' "$1" | sort -u
 }
-for pair in nodeagentd.8:main.c nodeagentctl.8:ctl.c; do
+for pair in nodeagentd.8:agent/daemon/main.c nodeagentctl.8:ctl/ctl.c; do
 	page=${pair%%:*}
-	src=$NA_SOURCE_DIR/agent/${pair#*:}
+	src=$NA_SOURCE_DIR/${pair#*:}
 	opts=$(long_options "$src")
 	[ -n "$opts" ] || die "no long options found in $src"
 	sed 's/\\-/-/g' "$MAN_SRC/$page" >"$SCRATCH/$page.plain"
 	for opt in $opts; do
-		grep -q -- "--$opt" "$SCRATCH/$page.plain" || fail "$page does not document --$opt (from agent/${pair#*:})"
+		grep -q -- "--$opt" "$SCRATCH/$page.plain" || fail "$page does not document --$opt (from ${pair#*:})"
 	done
 done
 

@@ -11,7 +11,7 @@
 # reaches the real host: mounts, loop devices and nftables stay here).
 #
 # With the .deb's nodeagentd, nodeagent-monitor and unit, the real crun and a busybox
-# OCI layout (tests/app/mkimage.py):
+# OCI layout (tests/harness/mkimage.py):
 #   start (READY=1), run with exactly the unit's capabilities and the filters;
 #   app.deploy (loop-mounted ext4 volume, idmapped image root, overlay) and start:
 #     the app's first line is seen;
@@ -65,7 +65,7 @@ mkdir -p "$S/state" "$S/run" "$S/etc" "$S/images"
 printf 'sandbox-token\n' >"$S/etc/token"
 chmod 600 "$S/etc/token"
 printf '{"templates": []}\n' >"$S/etc/templates.json"
-"$PY" "$NA_SOURCE_DIR/tests/app/mkimage.py" --layout "$S/images/busybox" --tag 1 >/dev/null ||
+"$PY" "$NA_SOURCE_DIR/tests/harness/mkimage.py" --layout "$S/images/busybox" --tag 1 >/dev/null ||
 	die "mkimage.py could not build the busybox layout"
 cat >"$S/etc/nodeagent.conf" <<EOC
 [agent]

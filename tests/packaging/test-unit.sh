@@ -10,7 +10,7 @@
 #    namespaces crun makes, loop devices only, and no system call the app work
 #    makes refused;
 #  - TimeoutStopSec leaves room for the default drain_timeout_sec plus the grace;
-#  - its SystemCallFilter refuses at least every call agent/sandbox.c refuses;
+#  - its SystemCallFilter refuses at least every call agent/daemon/sandbox.c refuses;
 #  - `systemd-analyze verify` accepts it without a word, on a copy whose ExecStart
 #    names the built daemon and with the built man pages on MANPATH (the unit's
 #    Documentation= lines are checked too);
@@ -112,7 +112,7 @@ to_sec() {
 	esac
 }
 drain=$(config_keys | awk '$2 == "drain_timeout_sec" { gsub(/"/, "", $4); print $4 }')
-grace_ms=$(sed -n 's/^#define DRAIN_GRACE_MS \([0-9]*\).*/\1/p' "$NA_SOURCE_DIR/agent/daemon.c")
+grace_ms=$(sed -n 's/^#define DRAIN_GRACE_MS \([0-9]*\).*/\1/p' "$NA_SOURCE_DIR/agent/daemon/daemon.c")
 [ -n "$drain" ] && [ -n "$grace_ms" ] || die "cannot read drain_timeout_sec's default or DRAIN_GRACE_MS"
 stop=$(to_sec "$(value_of TimeoutStopSec)")
 need=$((drain + grace_ms / 1000))
@@ -129,10 +129,10 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
 	skip "systemd-analyze not installed (the static checks above passed)"
 fi
 
-# 4. The unit's system call deny list covers the agent's own (agent/sandbox.c).
-sed -n '/^static const char \*const denied\[\] = {/,/^};/p' "$NA_SOURCE_DIR/agent/sandbox.c" |
+# 4. The unit's system call deny list covers the agent's own (agent/daemon/sandbox.c).
+sed -n '/^static const char \*const denied\[\] = {/,/^};/p' "$NA_SOURCE_DIR/agent/daemon/sandbox.c" |
 	sed 's,/\*.*\*/,,' | grep -o '"[a-z_0-9]*"' | tr -d '"' | sort -u >"$SCRATCH/agent-denied"
-[ "$(wc -l <"$SCRATCH/agent-denied")" -ge 10 ] || die "cannot read the denied[] list of agent/sandbox.c"
+[ "$(wc -l <"$SCRATCH/agent-denied")" -ge 10 ] || die "cannot read the denied[] list of agent/daemon/sandbox.c"
 : >"$SCRATCH/unit-denied"
 for item in $(sed -n 's/^SystemCallFilter=~//p' "$UNIT"); do
 	case $item in
@@ -143,9 +143,9 @@ done
 sort -u -o "$SCRATCH/unit-denied" "$SCRATCH/unit-denied"
 missing=$(comm -23 "$SCRATCH/agent-denied" "$SCRATCH/unit-denied" | tr '\n' ' ')
 if [ -z "$missing" ]; then
-	info "SystemCallFilter refuses $(wc -l <"$SCRATCH/unit-denied") calls, all $(wc -l <"$SCRATCH/agent-denied") of agent/sandbox.c's among them"
+	info "SystemCallFilter refuses $(wc -l <"$SCRATCH/unit-denied") calls, all $(wc -l <"$SCRATCH/agent-denied") of agent/daemon/sandbox.c's among them"
 else
-	fail "SystemCallFilter does not refuse what agent/sandbox.c refuses: $missing"
+	fail "SystemCallFilter does not refuse what agent/daemon/sandbox.c refuses: $missing"
 fi
 
 # 4b. Nothing the app work calls is refused (apps inherit the filter, and the agent,

@@ -397,7 +397,7 @@ def main():
         os.close(fd)
         vm = make_vm_assets(scratch)
         app_images = os.path.join(scratch, "app-images")
-        r = sh([sys.executable, os.path.join(os.environ["NA_SOURCE_DIR"], "tests/app/mkimage.py"), "--layout",
+        r = sh([sys.executable, os.path.join(os.environ["NA_SOURCE_DIR"], "tests/harness/mkimage.py"), "--layout",
                 os.path.join(app_images, "busybox"), "--tag", "1"])
         check(r.returncode == 0, f"mkimage.py: {r.stdout}{r.stderr}")
         sock = os.path.join(scratch, "control.sock")

@@ -5,7 +5,7 @@
 #include <cmocka.h>
 
 #include "common/unit.h"
-#include "drivers/app/app-monitor.h"
+#include "drivers/app/oci/app-monitor.h"
 
 static int parse(const char *text, struct app_monitor_msg *msg)
 {

@@ -1,5 +1,5 @@
 /*
- * The output ring (drivers/app/app-ring.c): lines and streams, wrap-around that keeps
+ * The output ring (ring/app-ring.c): lines and streams, wrap-around that keeps
  * at least one segment, seq continuing after a reopen, torn tails cut, concurrent
  * appends from two processes, long lines cut, tail reads.
  */
@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 
 #include "common/unit.h"
-#include "drivers/app/app-ring.h"
+#include "ring/app-ring.h"
 
 #define MAX_LINES 200000
 

@@ -1,5 +1,5 @@
 /*
- * A tiny front of the DNS verifier for tests/app-routes/test_dns.py:
+ * A tiny front of the DNS verifier for tests/routing/test_dns.py:
  *
  *   dns-tool [-r RESOLVER] [-t TIMEOUT_MS] [-p PUBLIC_ADDR]... [-c RESOLV_CONF] HOSTNAME TARGET
  *
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "drivers/app/app-dns.h"
+#include "routing/app-dns.h"
 
 int main(int argc, char **argv)
 {

@@ -1,5 +1,5 @@
 /*
- * A libFuzzer entry for the DNS verifier's answer parser (drivers/app/app-dns-wire.c),
+ * A libFuzzer entry for the DNS verifier's answer parser (routing/app-dns-wire.c),
  * run under CTest by tests/proto/fuzz-driver.c over dns-corpus/ (real dnsmasq answers
  * and hostile hand-made ones) and seeded mutations. Nothing may crash or read outside
  * the input; every name that comes out is NUL-terminated printable text without
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/app/app-dns-internal.h"
+#include "routing/app-dns-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int fuzz_summary(FILE *out);

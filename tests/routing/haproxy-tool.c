@@ -1,5 +1,5 @@
 /*
- * A tiny front of the HAProxy router for tests/app-routes/test_haproxy.py: every run
+ * A tiny front of the HAProxy router for tests/routing/test_haproxy.py: every run
  * opens the router (adopting the running master or starting one), does one thing and
  * closes the handle (HAProxy keeps running), as an agent restarting between calls.
  *
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/app/app-haproxy.h"
+#include "routing/app-haproxy.h"
 
 static int fail(struct na_error *e)
 {

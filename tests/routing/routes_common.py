@@ -12,8 +12,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 from nodeagent_harness import BUILD  # noqa: E402
 
-HAPROXY_TOOL = os.path.join(BUILD, "tests", "app-routes", "haproxy-tool")
-DNS_TOOL = os.path.join(BUILD, "tests", "app-routes", "dns-tool")
+HAPROXY_TOOL = os.path.join(BUILD, "tests", "routing", "haproxy-tool")
+DNS_TOOL = os.path.join(BUILD, "tests", "routing", "dns-tool")
 HAPROXY = "/usr/sbin/haproxy"
 DNSMASQ = "/usr/sbin/dnsmasq"
 

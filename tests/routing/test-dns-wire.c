@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "drivers/app/app-dns-internal.h"
+#include "routing/app-dns-internal.h"
 
 static void test_query(void **state)
 {

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "drivers/app/app-haproxy.h"
+#include "routing/app-haproxy.h"
 
 #define CFG "/nonexistent/na-test/haproxy.cfg"
 

@@ -16,7 +16,7 @@
 
 #include "common/fileio.h"
 #include "common/spawn.h"
-#include "drivers/app/app-haproxy-internal.h"
+#include "routing/app-haproxy-internal.h"
 
 #define THREADS 4
 #define OPS 60

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 12 item 4: the DNS verifier (drivers/app/app-dns*.c) through dns-tool against a
+"""Issue 12 item 4: the DNS verifier (routing/app-dns*.c) through dns-tool against a
 real dnsmasq on a loopback port serving a good CNAME, a chain, a wrong CNAME, apex
 A/AAAA equal and different, NXDOMAIN, a name without address, 40 addresses (TCP); a
 tiny UDP server for what dnsmasq will not serve (loops, long and unfollowed chains,

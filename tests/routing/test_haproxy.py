@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 12 item 5: the HAProxy router (drivers/app/app-haproxy*.c) against the real
+"""Issue 12 item 5: the HAProxy router (routing/app-haproxy*.c) against the real
 haproxy on loopback high ports, through haproxy-tool, which opens the router (adopting
 a running master or starting one), does one thing and closes it, as an agent
 restarting between calls: HTTP by Host to Python HTTP/1.1 backends on 127.0.0.x and

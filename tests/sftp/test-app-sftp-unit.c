@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
-#include "drivers/app/app-fs.h"
+#include "volume/volume.h"
 #include "keys.h"
 #include "proto/app-sftp.h"
 #include "sftp/sftp-auth.h"

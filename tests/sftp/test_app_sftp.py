@@ -13,7 +13,7 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "apps"))
+sys.path.insert(0, os.path.join(HERE, "..", "agent", "kinds", "apps"))
 from nodeagent_harness import BUILD, check, free_port, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_apps import apps_conf, app_job, deploy_params, failed, need_root, ok  # noqa: E402
 
@@ -253,7 +253,7 @@ def outside_snapshot(paths):
 @needs("root")
 @with_setup(agent_conf=sftp_conf)
 def hostile_paths(s):
-    """The hostile path table of the files kinds (tests/apps/test_app_paths.py), through
+    """The hostile path table of the files kinds (tests/agent/kinds/apps/test_app_paths.py), through
     SFTP: every path tried with get, put, ls, mkdir, rm, rmdir, rename (both ways),
     chmod, symlink and readlink in one session, against the same links planted by
     the app. SFTP's paths are the client's: '..' stops at the volume's root as in a

@@ -1,4 +1,4 @@
-/* Unit tests of the transfer client's pure helpers (drivers/transfer/transfer-plan.c). */
+/* Unit tests of the transfer client's pure helpers (transfer/transfer-plan.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "drivers/transfer/transfer-internal.h"
+#include "transfer/transfer-internal.h"
 
 static void test_backoff(void **state)
 {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The transfer client (drivers/transfer/) against the test object store
+"""The transfer client (transfer/) against the test object store
 (tests/harness/objstore.py) over real HTTPS with the test CA: GET resumed with Range
 after a dropped connection, PUT retried after a 500 and a drop, multipart uploads with
 ETags, sha256 checked, expired URLs, plain http, the wrong CA, a signature refused

@@ -1,5 +1,5 @@
 /*
- * The transfer client (drivers/transfer.h) from the command line, for
+ * The transfer client (transfer/transfer.h) from the command line, for
  * tests/transfer/test_transfer.py against the test object store:
  *
  *   transfer-cli get|put TRANSFER_JSON FILE [--ca F] [--insecure] [--part-size BYTES]
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common/timeutil.h"
-#include "drivers/transfer.h"
+#include "transfer/transfer.h"
 
 static uint64_t cancel_at_us;
 static unsigned stages;

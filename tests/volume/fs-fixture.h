@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "common/unit.h"
-#include "drivers/app/app-fs.h"
+#include "volume/volume.h"
 
 #define UID 1000065536u
 #define GID 1000065537u

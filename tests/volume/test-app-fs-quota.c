@@ -1,6 +1,6 @@
 /*
- * The quota through app_fs_write (drivers/app/app-fs-write.c) on a real volume: an
- * 8 MiB ext4 image loop-mounted by drivers/app/app-volume.h. A write that does not fit
+ * The quota through app_fs_write (volume/app-fs-write.c) on a real volume: an
+ * 8 MiB ext4 image loop-mounted by drivers/app/oci/app-volume.h. A write that does not fit
  * is QUOTA_EXCEEDED with nothing written (no file, no temporary, the free space as it
  * was); a whole-file replace needs room for the new copy beside the old one; ENOSPC
  * in the middle of a write (injected with NA_FAULTS, in a child so the fault table is
@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "common/unit.h"
-#include "drivers/app/app-fs.h"
-#include "drivers/app/app-volume.h"
+#include "volume/volume.h"
+#include "drivers/app/oci/app-volume.h"
 
 #define UID 1000131072u
 

@@ -1,5 +1,5 @@
 /*
- * The safe path layer (drivers/app/app-fs*.c) against an app that changes its volume
+ * The safe path layer (volume/app-fs*.c) against an app that changes its volume
  * while the layer works in it, as root on a real directory: a directory swapped for a
  * symbolic link to outside between resolution and use, a thread swapping them with
  * RENAME_EXCHANGE while every operation runs below, and a tree deleted while its

@@ -1,14 +1,14 @@
 /*
- * drivers/app/app-fs-tmp.c on a real directory (the app-fs fixture, root for owners):
+ * volume/app-fs-tmp.c on a real directory (the app-fs fixture, root for owners):
  * a file that replaces its target only on commit, owned like the files the layer
  * writes, an abort that keeps nothing and leaves the target as it was, and the hostile
  * path table refused with nothing outside touched.
  */
-#include "app-fs/fs-fixture.h"
+#include "volume/fs-fixture.h"
 
 #include <dirent.h>
 
-#include "drivers/app/app-fs-tmp.h"
+#include "volume/app-fs-tmp.h"
 
 static int leftovers(const char *dir)
 {

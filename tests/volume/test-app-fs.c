@@ -1,5 +1,5 @@
 /*
- * The safe path layer (drivers/app/app-fs*.c) on a real directory, as root: a table
+ * The safe path layer (volume/app-fs*.c) on a real directory, as root: a table
  * of hostile paths run through every operation (each refused with the contract's code
  * and the canary beside the volume checked unchanged after each), hard links to a file
  * outside, UTF-8 boundaries of read_text, ownership of what is created, chmod and

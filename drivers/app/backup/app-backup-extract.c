@@ -1,5 +1,5 @@
 /*
- * The extractor of app.backup.restore (drivers/app/app-backup.h): every entry of a
+ * The extractor of app.backup.restore (drivers/app/backup/app-backup-parts.h): every entry of a
  * hostile archive made beneath one fresh directory and nowhere else. Names are
  * checked as text first (relative, no "." / ".." / empty component, bounded); the
  * parent is then resolved beneath the destination with RESOLVE_NO_SYMLINKS, so a link
@@ -20,7 +20,7 @@
 
 #include "common/macro.h"
 #include "drivers/app/app-archive-dl.h"
-#include "drivers/app/app-backup.h"
+#include "drivers/app/backup/app-backup-parts.h"
 
 #define X_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define NAME_BYTES 4096

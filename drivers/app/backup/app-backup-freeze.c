@@ -1,5 +1,5 @@
 /*
- * Freezing an app's cgroup for a consistent backup (drivers/app/app-backup.h). On a
+ * Freezing an app's cgroup for a consistent backup (drivers/app/backup/app-backup-parts.h). On a
  * unified host (cgroup.controllers at /sys/fs/cgroup) it is cgroup v2's
  * <cgroup>/cgroup.freeze, waited for through cgroup.events ("frozen 1"); on a v1 or
  * hybrid host (this development host: crun puts the app in every v1 hierarchy) the
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "drivers/app/app-backup.h"
+#include "drivers/app/backup/app-backup-parts.h"
 
 #define CGROOT "/sys/fs/cgroup"
 #define WAIT_MS 10000

@@ -1,13 +1,13 @@
 /*
  * The ignore patterns of app.backup.create: a small .gitignore-like matcher
- * (rules in drivers/app/app-backup.h). Patterns are parsed once; matching is a
+ * (rules in drivers/app/backup/app-backup-parts.h). Patterns are parsed once; matching is a
  * recursive glob whose "*" and "**" backtrack over one path (at most 4096 bytes).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/macro.h"
-#include "drivers/app/app-backup.h"
+#include "drivers/app/backup/app-backup-parts.h"
 
 struct rule {
         char *glob;     /* without "!", leading "/" and trailing "/" */

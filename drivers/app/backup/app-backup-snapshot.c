@@ -1,5 +1,5 @@
 /*
- * The copy-on-write snapshot of an app's disk for a backup (drivers/app/app-backup.h):
+ * The copy-on-write snapshot of an app's disk for a backup (drivers/app/backup/app-backup-parts.h):
  * the disk's file system is frozen (FIFREEZE: everything flushed and the journal
  * checkpointed, writers wait in the kernel), its image reflinked (FICLONE: no data
  * copied) and thawed at once, then the clone is loop-mounted read-only and archived
@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "common/macro.h"
-#include "drivers/app/app-backup.h"
-#include "drivers/app/app-volume.h"
+#include "drivers/app/backup/app-backup-parts.h"
+#include "drivers/app/oci/app-volume.h"
 
 void app_backup_snapshot_drop(const char *clone, const char *mnt)
 {

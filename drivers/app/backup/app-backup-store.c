@@ -1,5 +1,5 @@
 /*
- * Where app backups live (drivers/app/app-backup.h): <backups_dir>/<app id>/, one
+ * Where app backups live (drivers/app/backup/app-backup-parts.h): <backups_dir>/<app id>/, one
  * <backupId>.tar.zst and its record <backupId>.json each. The record is written last
  * and removed first, so a listed backup is always whole; a record whose data is
  * missing or of another size is not a backup.
@@ -18,7 +18,7 @@
 #include "common/json-cleanup.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
-#include "drivers/app/app-backup.h"
+#include "drivers/app/backup/app-backup-parts.h"
 
 #define RECORD_MAX (64 * 1024)
 

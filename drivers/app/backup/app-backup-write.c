@@ -1,5 +1,5 @@
 /*
- * The archive writer of app.backup.create (drivers/app/app-backup.h): a depth-first
+ * The archive writer of app.backup.create (drivers/app/backup/app-backup-parts.h): a depth-first
  * walk of the volume that never follows a link and never climbs with "..": each
  * directory is held open (O_DIRECTORY|O_NOFOLLOW) and read with getdents64 into a
  * small buffer of its own, each entry opened from its parent's fd with openat2
@@ -26,7 +26,7 @@
 #include "common/fault.h"
 #include "common/macro.h"
 #include "drivers/app/app-archive-dl.h"
-#include "drivers/app/app-backup.h"
+#include "drivers/app/backup/app-backup-parts.h"
 
 #define WALK_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define PATH_BYTES 4096

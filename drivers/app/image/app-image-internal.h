@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "drivers/app/app-image.h"
+#include "drivers/app/image/app-image.h"
 
 #define APP_MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define APP_MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"

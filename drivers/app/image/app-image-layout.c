@@ -1,5 +1,5 @@
 /* Resolving an image reference in an OCI image layout: index.json, manifest, config, verified blobs. */
-#include "drivers/app/app-image-internal.h"
+#include "drivers/app/image/app-image-internal.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>

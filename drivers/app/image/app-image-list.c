@@ -6,7 +6,7 @@
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
-#include "drivers/app/app-image-internal.h"
+#include "drivers/app/image/app-image-internal.h"
 
 #define WALK_DEPTH_MAX 64
 

@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "common/fileio.h"
-#include "drivers/app/app-image-internal.h"
+#include "drivers/app/image/app-image-internal.h"
 
 #define ROOTFS_TMP_PREFIX "rootfs.tmp-"
 

@@ -1,5 +1,5 @@
 /* An open-addressing hash set of paths with flags (FNV-1a, grown at half full). */
-#include "drivers/app/app-layer-pathset.h"
+#include "drivers/app/image/app-layer-pathset.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -10,8 +10,8 @@
 #include "common/digest.h"
 #include "common/fileio.h"
 #include "drivers/app/app-archive-dl.h"
-#include "drivers/app/app-image-internal.h"
-#include "drivers/app/app-layer-pathset.h"
+#include "drivers/app/image/app-image-internal.h"
+#include "drivers/app/image/app-layer-pathset.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive *, archive_read_free)
 

@@ -1,5 +1,5 @@
 /* The registry's GET with its 401 answered: a bearer token from the realm, or basic credentials. */
-#include "drivers/app/app-registry-internal.h"
+#include "drivers/app/image/app-registry-internal.h"
 
 #include <ctype.h>
 #include <openssl/evp.h>

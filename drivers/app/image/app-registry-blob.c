@@ -4,7 +4,7 @@
  * resumed with Range (or restarted when the server ignores it), verified, fsync'd,
  * renamed. Progress by bytes; the job's checkpoint between chunks.
  */
-#include "drivers/app/app-registry-internal.h"
+#include "drivers/app/image/app-registry-internal.h"
 
 #include <inttypes.h>
 #include <openssl/evp.h>

@@ -1,5 +1,5 @@
 /* One GET to a registry (or its token realm, or the storage it redirects to) over libcurl. */
-#include "drivers/app/app-registry-internal.h"
+#include "drivers/app/image/app-registry-internal.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "drivers/app/app-registry.h"
+#include "drivers/app/image/app-registry.h"
 
 #define REG_URL_MAX 4096
 #define REG_MAX_CHALLENGES 4

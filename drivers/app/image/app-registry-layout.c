@@ -1,5 +1,5 @@
 /* The OCI image layout a pull fills: directories opened beneath images_dir, blobs, index.json. */
-#include "drivers/app/app-registry-internal.h"
+#include "drivers/app/image/app-registry-internal.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>

@@ -1,5 +1,5 @@
 /* Manifests and indexes as registries serve them: media types, descriptors, the platform's image. */
-#include "drivers/app/app-registry-internal.h"
+#include "drivers/app/image/app-registry-internal.h"
 
 #include <ctype.h>
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* app_registry_pull: manifest (through an index when needed), config and layers, then index.json. */
-#include "drivers/app/app-registry-internal.h"
+#include "drivers/app/image/app-registry-internal.h"
 
 #include <inttypes.h>
 #include <openssl/evp.h>

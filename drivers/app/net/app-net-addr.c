@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/app/app-net-internal.h"
+#include "drivers/app/net/app-net-internal.h"
 
 int app_net_addr_parse(const char *s, uint32_t *ret)
 {

@@ -25,7 +25,7 @@
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
-#include "drivers/app/app-net-internal.h"
+#include "drivers/app/net/app-net-internal.h"
 
 #define EXPOSURES_MAX (4u << 20)
 #define NO_VERIFIER "domain verification is not configured on this node"

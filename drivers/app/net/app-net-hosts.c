@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
-#include "drivers/app/app-net-internal.h"
+#include "drivers/app/net/app-net-internal.h"
 
 #define PUBLIC_RESOLVER "1.1.1.1"
 

@@ -13,7 +13,7 @@
 
 #include "common/error.h"
 #include "common/names.h"
-#include "drivers/app/app-net.h"
+#include "drivers/app/net/app-net.h"
 #include "firewall/fw-internal.h"
 
 /* ---- app-net-addr.c: ranges, the allocator, names ---- */

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "drivers/app/app-net-internal.h"
+#include "drivers/app/net/app-net-internal.h"
 
 #define REQ_BUF 1024 /* one request with a few attributes */
 

@@ -29,7 +29,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "drivers/app/app-net-internal.h"
+#include "drivers/app/net/app-net-internal.h"
 #include "firewall/fw-expr.h"
 #include <libnftnl/table.h>
 

@@ -17,7 +17,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "drivers/app/app-net-internal.h"
+#include "drivers/app/net/app-net-internal.h"
 
 #ifndef NSFS_MAGIC
 #define NSFS_MAGIC 0x6e736673

@@ -16,7 +16,7 @@
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
-#include "drivers/app/app-net-internal.h"
+#include "drivers/app/net/app-net-internal.h"
 
 #define STATE_MAX (8u << 20)
 

@@ -1,5 +1,5 @@
 /* The cgroup layout as crun sees it, and crun state/kill/delete in exec form. */
-#include "drivers/app/app-crun.h"
+#include "drivers/app/oci/app-crun.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -11,8 +11,8 @@
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/spawn.h"
-#include "drivers/app/app-mountinfo.h"
-#include "drivers/app/app-names.h"
+#include "drivers/app/oci/app-mountinfo.h"
+#include "drivers/app/oci/app-names.h"
 
 #define DEFAULT_CRUN "/usr/bin/crun"
 #define DEFAULT_CGROUP_ROOT "/sys/fs/cgroup"

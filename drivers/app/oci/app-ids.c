@@ -1,5 +1,5 @@
 /* Per-app subordinate id slots in <storage_dir>/app-ids.json, under an flock. */
-#include "drivers/app/app-ids.h"
+#include "drivers/app/oci/app-ids.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
-#include "drivers/app/app-names.h"
+#include "drivers/app/oci/app-names.h"
 
 #define IDS_MAX_FILE (4u << 20)
 

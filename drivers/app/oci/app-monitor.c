@@ -1,5 +1,5 @@
 /* The agent's side of nodeagent-monitor: spawn (double fork, status pipe), client connections, state files. */
-#include "drivers/app/app-monitor.h"
+#include "drivers/app/oci/app-monitor.h"
 
 #include <fcntl.h>
 #include <inttypes.h>

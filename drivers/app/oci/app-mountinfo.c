@@ -1,5 +1,5 @@
 /* A mountinfo reader (see app-mountinfo.h). */
-#include "drivers/app/app-mountinfo.h"
+#include "drivers/app/oci/app-mountinfo.h"
 
 #include <errno.h>
 #include <stdio.h>

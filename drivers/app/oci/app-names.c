@@ -1,5 +1,5 @@
 /* Checks of container ids and paths (see app-names.h). */
-#include "drivers/app/app-names.h"
+#include "drivers/app/oci/app-names.h"
 
 #include <ctype.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * the two hooks export and import build on: open (a backup's file for reading) and
  * tmpfile + adopt (a downloaded archive made a listed backup once its sha256 holds).
  * Each takes the app's op_lock, as the other driver functions do. The parts are in
- * drivers/app/app-backup*.c (app-backup.h).
+ * drivers/app/backup/app-backup*.c (app-backup.h).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,11 +19,11 @@
 
 #include "common/fileio.h"
 #include "common/macro.h"
-#include "drivers/app/app-backup.h"
-#include "drivers/app/app-fs.h"
-#include "drivers/app/app-ids.h"
-#include "drivers/app/app-oci-internal.h"
-#include "drivers/app/app-volume.h"
+#include "drivers/app/backup/app-backup-parts.h"
+#include "volume/volume.h"
+#include "drivers/app/oci/app-ids.h"
+#include "drivers/app/oci/app-oci-internal.h"
+#include "drivers/app/oci/app-volume.h"
 
 #define MB (1ull << 20)
 #define STOP_GRACE_SEC 30

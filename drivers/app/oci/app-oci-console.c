@@ -5,7 +5,7 @@
  */
 #include <errno.h>
 
-#include "drivers/app/app-oci-internal.h"
+#include "drivers/app/oci/app-oci-internal.h"
 
 int app_oci_console_attach(struct app_conn *c, const char *id, int *ret_fd, struct na_error *err)
 {

@@ -14,12 +14,12 @@
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
-#include "drivers/app/app-ids.h"
-#include "drivers/app/app-image.h"
-#include "drivers/app/app-oci-internal.h"
-#include "drivers/app/app-net.h"
-#include "drivers/app/app-rootfs.h"
-#include "drivers/app/app-volume.h"
+#include "drivers/app/oci/app-ids.h"
+#include "drivers/app/image/app-image.h"
+#include "drivers/app/oci/app-oci-internal.h"
+#include "drivers/app/net/app-net.h"
+#include "drivers/app/oci/app-rootfs.h"
+#include "drivers/app/oci/app-volume.h"
 
 static char **strv_dup(char *const *v)
 {

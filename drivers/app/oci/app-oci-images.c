@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "common/json-cleanup.h"
-#include "drivers/app/app-image.h"
-#include "drivers/app/app-oci-internal.h"
+#include "drivers/app/image/app-image.h"
+#include "drivers/app/oci/app-oci-internal.h"
 
 int app_oci_image_ready(struct app_conn *c, const struct proto_image_ref *ref, const struct na_progress *progress,
                         struct app_image *ret_img, char **ret_rootfs, struct na_error *err)

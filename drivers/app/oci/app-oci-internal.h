@@ -19,11 +19,11 @@
 #include <stdint.h>
 
 #include "drivers/app.h"
-#include "drivers/app/app-crun.h"
-#include "drivers/app/app-image.h"
-#include "drivers/app/app-monitor.h"
-#include "drivers/app/app-registry.h"
-#include "proto/app.h"
+#include "drivers/app/oci/app-crun.h"
+#include "drivers/app/image/app-image.h"
+#include "drivers/app/oci/app-monitor.h"
+#include "drivers/app/image/app-registry.h"
+#include "proto/app-params.h"
 
 #define APP_CRASH_WINDOW_MS (10 * 60 * 1000)
 #define APP_CRASH_RESTARTS 3

@@ -8,7 +8,7 @@
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
-#include "drivers/app/app-oci-internal.h"
+#include "drivers/app/oci/app-oci-internal.h"
 
 #define APP_META_MAX (2u << 20)
 

@@ -8,8 +8,8 @@
 
 #include "common/timeutil.h"
 #include "drivers/app-routes.h"
-#include "drivers/app/app-net.h"
-#include "drivers/app/app-oci-internal.h"
+#include "drivers/app/net/app-net.h"
+#include "drivers/app/oci/app-oci-internal.h"
 
 int app_oci_net_open(struct app_conn *c, struct na_error *err)
 {

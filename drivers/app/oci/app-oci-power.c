@@ -20,13 +20,13 @@
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
-#include "drivers/app/app-oci-internal.h"
-#include "drivers/app/app-net.h"
-#include "drivers/app/app-fs.h"
-#include "drivers/app/app-oci-spec.h"
-#include "drivers/app/app-ring.h"
-#include "drivers/app/app-rootfs.h"
-#include "drivers/app/app-volume.h"
+#include "drivers/app/oci/app-oci-internal.h"
+#include "drivers/app/net/app-net.h"
+#include "volume/volume.h"
+#include "drivers/app/oci/app-oci-spec.h"
+#include "ring/app-ring.h"
+#include "drivers/app/oci/app-rootfs.h"
+#include "drivers/app/oci/app-volume.h"
 
 static void sleep_ms(long ms)
 {

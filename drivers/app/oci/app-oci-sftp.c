@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "drivers/app/app-fs.h"
-#include "drivers/app/app-oci-internal.h"
+#include "volume/volume.h"
+#include "drivers/app/oci/app-oci-internal.h"
 
 int app_oci_sftp_target(struct app_conn *c, const char *id, struct app_sftp_target *ret, struct na_error *err)
 {

@@ -1,5 +1,5 @@
 /* The OCI runtime config of one app container (see app-oci-spec.h). */
-#include "drivers/app/app-oci-spec.h"
+#include "drivers/app/oci/app-oci-spec.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
-#include "drivers/app/app-names.h"
-#include "drivers/app/app-seccomp.h"
+#include "drivers/app/oci/app-names.h"
+#include "drivers/app/oci/app-seccomp.h"
 
 #define MAX_ARGS 4096
 #define MAX_ENV 4096

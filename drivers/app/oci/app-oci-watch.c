@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "common/timeutil.h"
-#include "drivers/app/app-oci-internal.h"
-#include "drivers/app/app-ring.h"
+#include "drivers/app/oci/app-oci-internal.h"
+#include "ring/app-ring.h"
 
 #define TICK_MS 200
 

@@ -13,8 +13,8 @@
 
 #include "common/fileio.h"
 #include "common/uuid.h"
-#include "drivers/app/app-oci-internal.h"
-#include "drivers/app/app-net.h"
+#include "drivers/app/oci/app-oci-internal.h"
+#include "drivers/app/net/app-net.h"
 
 void app_cgroup_path(const char *id, char *buf, size_t len)
 {

@@ -1,5 +1,5 @@
 /* The app's overlay root (see app-rootfs.h). */
-#include "drivers/app/app-rootfs.h"
+#include "drivers/app/oci/app-rootfs.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
-#include "drivers/app/app-image.h"
-#include "drivers/app/app-mountinfo.h"
-#include "drivers/app/app-names.h"
+#include "drivers/app/image/app-image.h"
+#include "drivers/app/oci/app-mountinfo.h"
+#include "drivers/app/oci/app-names.h"
 
 #define MOUNTINFO "/proc/self/mountinfo"
 

@@ -1,5 +1,5 @@
 /* The default deny-list seccomp profile of app containers (see app-seccomp.h). */
-#include "drivers/app/app-seccomp.h"
+#include "drivers/app/oci/app-seccomp.h"
 
 #include <errno.h>
 #include <stdint.h>

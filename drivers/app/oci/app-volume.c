@@ -1,5 +1,5 @@
 /* App data volumes: sparse ext4 images on loop devices (see app-volume.h). */
-#include "drivers/app/app-volume.h"
+#include "drivers/app/oci/app-volume.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -13,8 +13,8 @@
 
 #include "common/fileio.h"
 #include "common/spawn.h"
-#include "drivers/app/app-mountinfo.h"
-#include "drivers/app/app-names.h"
+#include "drivers/app/oci/app-mountinfo.h"
+#include "drivers/app/oci/app-names.h"
 
 #define MOUNTINFO "/proc/self/mountinfo"
 #define MKFS "/usr/sbin/mkfs.ext4"

@@ -1,6 +1,6 @@
 /*
  * A libFuzzer entry for what a relay can send a console: the input is the byte
- * stream after the upgrade, fed to the WebSocket client's frame engine (agent/ws.c
+ * stream after the upgrade, fed to the WebSocket client's frame engine (agent/console/ws.c
  * over wslay) on a real loop through a socketpair whose relay end then closes. Every
  * text message also goes through the app console's frame decoder
  * (proto_console_input_decode). Contract: no crash, no leak, the session always ends
@@ -16,8 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent/ws-internal.h"
-#include "agent/ws.h"
+#include "agent/console/ws-internal.h"
+#include "agent/console/ws.h"
 #include "proto/console.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,5 +1,5 @@
 /*
- * agent/ws.h: the opening (URL rules, the RFC 6455 accept value, the answer head
+ * agent/console/ws.h: the opening (URL rules, the RFC 6455 accept value, the answer head
  * check) and the frame engine on the loop against a hand-written relay on a
  * socketpair: text and binary messages, fragments joined, our frames masked, pings
  * answered, the relay's close answered, 1009 above the size limit, 1002 on garbage,
@@ -17,8 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent/ws-internal.h"
-#include "agent/ws.h"
+#include "agent/console/ws-internal.h"
+#include "agent/console/ws.h"
 
 /* ---- the opening ---- */
 

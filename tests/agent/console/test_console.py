@@ -17,8 +17,8 @@ import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "apps"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "kinds", "apps"))
 from nodeagent_harness import BUILD, Controller, check, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_apps import app_job, apps_conf, deploy_params, failed, need_root, ok  # noqa: E402
 
@@ -90,7 +90,7 @@ def wait_closed_event(s, sid, timeout=15):
     return wait_for(lambda: closed_events(s, sid), timeout, f"console.closed for {sid}")[0]
 
 
-# The echo app of tests/apps, and "flood" prints 5,000 lines of about 520 bytes (2.6 MB).
+# The echo app of tests/agent/kinds/apps, and "flood" prints 5,000 lines of about 520 bytes (2.6 MB).
 FLOOD = ["/bin/sh", "-c", 'echo ready; PAD=$(printf "%0500d" 0); while read l; do if [ "$l" = flood ]; then '
          'i=0; while [ $i -lt 5000 ]; do echo "flood $i $PAD"; i=$((i+1)); done; echo "flood done"; '
          'else echo "got $l"; [ "$l" = stop ] && exit 0; fi; done']

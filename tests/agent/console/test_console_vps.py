@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Server consoles on a real guest (issue 13): a real libvirtd (tests/vm-real/libvirtd.sh)
-boots the busybox TCG guest of tests/vm-real/guest.sh through vps.create; the agent
+"""Server consoles on a real guest (issue 13): a real libvirtd (tests/drivers/vm-real/libvirtd.sh)
+boots the busybox TCG guest of tests/drivers/vm-real/guest.sh through vps.create; the agent
 bridges its serial console (the serial port's pty, opened raw) and its
 VNC display (virDomainOpenGraphicsFD) to the test controller's relay as binary
 frames, and the bytes are checked both ways."""
@@ -11,7 +11,7 @@ import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "harness"))
 sys.path.insert(0, HERE)
 from nodeagent_harness import check, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_console import Console, app_or_vps_job, failed, ok, wait_closed_event  # noqa: E402

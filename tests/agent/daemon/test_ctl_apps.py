@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """nodeagentctl apps and logs against the real daemon with real apps (crun and the busybox
-OCI image of tests/app/mkimage.py, set up as tests/apps/test_apps.py does): the table and
+OCI image of tests/harness/mkimage.py, set up as tests/agent/kinds/apps/test_apps.py does): the table and
 --json while the app runs and after it stopped, logs -n, logs -f printing a line the app
 wrote after it started and ending with 0 on SIGINT, APP_NOT_FOUND once it is deleted.
 Root only, like every app test."""
@@ -13,8 +13,8 @@ import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "apps"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "kinds", "apps"))
 from nodeagent_harness import NODEAGENTCTL, check, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_apps import app_job, apps_conf, deploy_params, need_root, ok, wait_output  # noqa: E402
 

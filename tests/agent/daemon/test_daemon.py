@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness"))
 from nodeagent_harness import (NODEAGENTCTL, NODEAGENTD, Agent, Setup, check, run_cases,  # noqa: E402
                                wait_for, with_setup)
 

@@ -8,7 +8,7 @@ import os
 import sys
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness"))
 from nodeagent_harness import check, make_vm_assets, run_cases, with_setup  # noqa: E402
 
 # Posts are paced by the time the agent sends them; the controller sees them arrive

@@ -9,7 +9,7 @@ import sys
 import time
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness"))
 from nodeagent_harness import check, run_cases, wait_for, with_setup  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 /*
- * App backups on a real directory (drivers/app/app-backup-store.c and the writer and
+ * App backups on a real directory (drivers/app/backup/app-backup-store.c and the writer and
  * extractor): a tree archived and extracted back the same (contents, links, modes,
  * owners mapped out of and back into the app's range), records committed from a
  * named temporary and from an O_TMPFILE (the import hook), listed oldest first,
@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
-#include "drivers/app/app-backup.h"
-#include "drivers/app/app-fs.h"
+#include "drivers/app/backup/app-backup-parts.h"
+#include "volume/volume.h"
 
 #define BASE 1000000000u
 

@@ -1,6 +1,6 @@
 /*
  * App backups, the logic without I/O: the ignore-pattern matcher
- * (drivers/app/app-backup-ignore.c), the retention rule shared with server backups
+ * (drivers/app/backup/app-backup-ignore.c), the retention rule shared with server backups
  * (proto/backup.c) and the app.backup.* decoders (proto/app-backup.c).
  */
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/json-cleanup.h"
-#include "drivers/app/app-backup.h"
+#include "drivers/app/backup/app-backup-parts.h"
 #include "proto/app-backup.h"
 
 static void test_glob(void **state)

@@ -16,8 +16,8 @@ import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "apps"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "agent", "kinds", "apps"))
 from nodeagent_harness import check, check_stages, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_apps import apps_conf, app_job, deploy_params, events, failed, need_root, ok, wait_output  # noqa: E402
 

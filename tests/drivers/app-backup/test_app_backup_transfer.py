@@ -10,8 +10,8 @@ import sys
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "apps"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "agent", "kinds", "apps"))
 sys.path.insert(0, HERE)
 from nodeagent_harness import certs_dir, check, needs, run_cases, wait_for, with_setup  # noqa: E402
 from objstore import ObjectStore  # noqa: E402

@@ -27,9 +27,9 @@
 
 #include "common/digest.h"
 #include "common/macro.h"
-#include "drivers/app/app-image-internal.h"
-#include "drivers/app/app-image.h"
-#include "drivers/app/app-registry-internal.h"
+#include "drivers/app/image/app-image-internal.h"
+#include "drivers/app/image/app-image.h"
+#include "drivers/app/image/app-registry-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int fuzz_summary(FILE *out);

@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "drivers/app/app-backup.h"
-#include "drivers/app/app-image.h"
+#include "drivers/app/backup/app-backup-parts.h"
+#include "drivers/app/image/app-image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int fuzz_summary(FILE *out);

@@ -1,5 +1,5 @@
 /*
- * Helpers of the image store tests: run tests/app/mkimage.py (found through
+ * Helpers of the image store tests: run tests/harness/mkimage.py (found through
  * NA_SOURCE_DIR) and write layer tars directly with libarchive (hostile ones too).
  * Header-only, with tests/common/unit.h for temporary directories.
  *

@@ -1,4 +1,4 @@
-/* drivers/app/app-layer.c: applying layer tars beneath a root, and refusing hostile ones. */
+/* drivers/app/image/app-layer.c: applying layer tars beneath a root, and refusing hostile ones. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,7 +6,7 @@
 #include <cmocka.h>
 #include <sys/stat.h>
 
-#include "drivers/app/app-image.h"
+#include "drivers/app/image/app-image.h"
 #include "image-test.h"
 
 struct fixture {

@@ -19,7 +19,7 @@
 
 #include "common/json-cleanup.h"
 #include "drivers/app-routes.h"
-#include "drivers/app/app-net.h"
+#include "drivers/app/net/app-net.h"
 
 #define APP "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
 #define EXP "0b9e7a52-8c1f-4d3e-9a4b-5c6d7e8f9a0b"

@@ -1,4 +1,4 @@
-/* Units of the app network code (drivers/app/app-net*.c, proto/app-exposure.c). */
+/* Units of the app network code (drivers/app/net/app-net*.c, proto/app-exposure.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/app/app-net-internal.h"
-#include "firewall/fw-test.h"
+#include "drivers/app/net/app-net-internal.h"
+#include "tests/firewall/fw-test.h"
 #include "proto/app-exposure.h"
 
 #define G1 "0b9e7a52-8c1f-4d3e-9a4b-5c6d7e8f9a0b"
@@ -228,21 +228,21 @@ static void test_golden(void **state)
         struct fw_batch b;
         fw_batch_init(&b, APP_NET_DEFAULT_TABLE);
         assert_int_equal(app_net_nft_full(&b, &rs, mg, ma, 4, &err), 0);
-        render(&b, "tests/app-net/golden/full.txt");
+        render(&b, "tests/drivers/app-net/golden/full.txt");
 
         /* A join into an existing group: one element out, one in (O(1)); no rule changes. */
         fw_batch_init(&b, APP_NET_DEFAULT_TABLE);
         assert_int_equal(app_net_nft_member(&b, G2, ip("10.88.0.4"), false, &err), 0);
         assert_int_equal(app_net_nft_member(&b, G1, ip("10.88.0.4"), true, &err), 0);
         assert_int_equal(b.n, 2);
-        render(&b, "tests/app-net/golden/join.txt");
+        render(&b, "tests/drivers/app-net/golden/join.txt");
 
         /* A new group and an emptied one: the set made, the groups chain again, the old set deleted. */
         fw_batch_init(&b, APP_NET_DEFAULT_TABLE);
         rs.public_addr = 0; /* every local address */
         assert_int_equal(app_net_nft_groups(&b, &rs, "2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", G2, &err), 0);
         assert_int_equal(app_net_nft_ports(&b, &rs, &err), 0);
-        render(&b, "tests/app-net/golden/groups.txt");
+        render(&b, "tests/drivers/app-net/golden/groups.txt");
 }
 
 int main(void)

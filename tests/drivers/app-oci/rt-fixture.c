@@ -15,9 +15,9 @@
 #include <time.h>
 
 #include "common/unit.h"
-#include "drivers/app/app-crun.h"
-#include "drivers/app/app-rootfs.h"
-#include "drivers/app/app-volume.h"
+#include "drivers/app/oci/app-crun.h"
+#include "drivers/app/oci/app-rootfs.h"
+#include "drivers/app/oci/app-volume.h"
 #include "rt-fixture.h"
 
 struct fixture F;

@@ -14,8 +14,8 @@
 #include <stdbool.h>
 
 #include "common/error.h"
-#include "drivers/app/app-ids.h"
-#include "drivers/app/app-oci-spec.h"
+#include "drivers/app/oci/app-ids.h"
+#include "drivers/app/oci/app-oci-spec.h"
 
 #define CRUN "/usr/bin/crun"
 #define BUSYBOX "/bin/busybox"

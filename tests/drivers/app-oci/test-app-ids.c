@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 
 #include "common/unit.h"
-#include "drivers/app/app-ids.h"
+#include "drivers/app/oci/app-ids.h"
 
 static int setup(void **state)
 {

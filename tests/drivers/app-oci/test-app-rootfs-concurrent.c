@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "drivers/app/app-rootfs.h"
+#include "drivers/app/oci/app-rootfs.h"
 
 #define THREADS 4
 #define ROUNDS 15

@@ -36,11 +36,11 @@
 #include <sys/wait.h>
 
 #include "common/unit.h"
-#include "drivers/app/app-crun.h"
-#include "drivers/app/app-ids.h"
-#include "drivers/app/app-oci-spec.h"
-#include "drivers/app/app-rootfs.h"
-#include "drivers/app/app-volume.h"
+#include "drivers/app/oci/app-crun.h"
+#include "drivers/app/oci/app-ids.h"
+#include "drivers/app/oci/app-oci-spec.h"
+#include "drivers/app/oci/app-rootfs.h"
+#include "drivers/app/oci/app-volume.h"
 #include "rt-fixture.h"
 
 /* (a) root inside is uid_base outside; the root is an overlay whose writes land in upper. */

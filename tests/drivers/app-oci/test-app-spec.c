@@ -12,10 +12,10 @@
 #include <sys/resource.h>
 
 #include "common/unit.h"
-#include "drivers/app/app-crun.h"
-#include "drivers/app/app-names.h"
-#include "drivers/app/app-oci-spec.h"
-#include "drivers/app/app-seccomp.h"
+#include "drivers/app/oci/app-crun.h"
+#include "drivers/app/oci/app-names.h"
+#include "drivers/app/oci/app-oci-spec.h"
+#include "drivers/app/oci/app-seccomp.h"
 
 static char *const argv_ok[] = { (char *)"/bin/server", (char *)"--port", (char *)"25565", NULL };
 static char *const env_ok[] = { (char *)"EULA=true", (char *)"MEMORY=1G", NULL };

@@ -15,8 +15,8 @@
 #include <inttypes.h>
 
 #include "common/json-cleanup.h"
-#include "drivers/app/app-image.h"
-#include "drivers/app/app-registry.h"
+#include "drivers/app/image/app-image.h"
+#include "drivers/app/image/app-registry.h"
 
 struct prog {
         int stop_at;

@@ -81,8 +81,8 @@ def make_layout(path, tag, arch="amd64", big=4 << 20, text=b"hello\n"):
 
 
 def mkimage_layout(src, path, tag):
-    """tests/app/mkimage.py's layout when it is there, else our own."""
-    tool = os.path.join(src, "tests", "app", "mkimage.py")
+    """tests/harness/mkimage.py's layout when it is there, else our own."""
+    tool = os.path.join(src, "tests", "harness", "mkimage.py")
     if os.path.exists(tool):
         r = subprocess.run(["/usr/bin/python3", tool, "--layout", path, "--tag", tag], capture_output=True, text=True)
         if r.returncode == 0:

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "drivers/app/app-registry-internal.h"
+#include "drivers/app/image/app-registry-internal.h"
 
 static struct reg_client client(void)
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """app_registry_pull against a real registry on loopback (Debian's docker-registry over
-TLS from a test CA, images pushed with skopeo), through tests/app-registry/registry-pull.
+TLS from a test CA, images pushed with skopeo), through tests/drivers/app-registry/registry-pull.
 
     test_registry.py REGISTRY_PULL CASE      exit 0 pass, 1 fail, 77 a needed binary is missing
 """
@@ -15,7 +15,7 @@ import tempfile
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "harness"))
 import registry_fixture as fx  # noqa: E402
 from nodeagent_harness import SRC, certs_dir, check  # noqa: E402
 

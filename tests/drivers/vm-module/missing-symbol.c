@@ -1,5 +1,5 @@
 /* A VM driver module that calls what no nodeagentd exports, as a module of another
- * build may (tests/vm-module): dlopen(RTLD_NOW) refuses it before its entry runs. */
+ * build may (tests/drivers/vm-module): dlopen(RTLD_NOW) refuses it before its entry runs. */
 #include <stddef.h>
 
 void na_function_of_another_build(void);

@@ -1,4 +1,4 @@
-/* A VM driver module "of another build" for tests/vm-module: the entry nodeagentd
+/* A VM driver module "of another build" for tests/drivers/vm-module: the entry nodeagentd
  * looks for (drivers/vm-module.h), returning an ABI string no build has. */
 #include <stddef.h>
 

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness"))
 import nodeagent_harness as harness  # noqa: E402
 from nodeagent_harness import BUILD, NODEAGENTCTL, NODEAGENTD, check, run_cases, with_setup  # noqa: E402
 
@@ -97,9 +97,9 @@ def refusals(s):
         print("refused:", lines[0])
 
     refused("no such file")
-    shutil.copy(os.path.join(BUILD, "tests", "vm-module", "other-build.so"), mod)
+    shutil.copy(os.path.join(BUILD, "tests", "drivers", "vm-module", "other-build.so"), mod)
     refused("built for another nodeagent (module ABI 0.0.1/release/0123456789abcdef, nodeagentd ABI ")
-    shutil.copy(os.path.join(BUILD, "tests", "vm-module", "missing-symbol.so"), mod)
+    shutil.copy(os.path.join(BUILD, "tests", "drivers", "vm-module", "missing-symbol.so"), mod)
     refused("undefined symbol: na_function_of_another_build (a module of another build? this nodeagentd is ABI ")
     with open(mod, "wb") as f:
         f.write(b"not an ELF object\n" * 64)

@@ -1,5 +1,5 @@
 /* The guest's serial console, read from its pty or log file (see console.h). */
-#include "console.h"
+#include "guest-console.h"
 
 #include <errno.h>
 #include <fcntl.h>

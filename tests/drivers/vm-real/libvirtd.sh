@@ -74,7 +74,7 @@ set_conf() {
         if [ -f "$QEMU_CONF" ]; then
                 grep -vE "^[[:space:]]*$key[[:space:]]*=" "$QEMU_CONF" >"$tmp" || true
         else
-                echo "# Written by nodeagent tests/vm-real/libvirtd.sh" >"$tmp"
+                echo "# Written by nodeagent tests/drivers/vm-real/libvirtd.sh" >"$tmp"
         fi
         echo "$want" >>"$tmp"
         chmod 0644 "$tmp"

@@ -1,9 +1,9 @@
 /*
  * The VM driver on a real libvirtd with a real (TCG) guest: issue 4, item 11.
  *
- * main() starts libvirtd (tests/vm-real/libvirtd.sh, shared with other runs and
+ * main() starts libvirtd (tests/drivers/vm-real/libvirtd.sh, shared with other runs and
  * never stopping a daemon it did not start) and builds the tiny guest
- * (tests/vm-real/guest.sh: a Debian kernel and a busybox initramfs, cached). Then,
+ * (tests/drivers/vm-real/guest.sh: a Debian kernel and a busybox initramfs, cached). Then,
  * through the driver table only, two servers:
  *
  *  - "plain" (template nodeagent-test-tiny) ignores ACPI like a hung guest: create
@@ -47,15 +47,15 @@
 #include "common/json-cleanup.h"
 #include "common/names.h"
 #include "common/timeutil.h"
-#include "console.h"
+#include "guest-console.h"
 #include "drivers/vm.h"
 
 
 #ifndef VMR_SOURCE_DIR
-#error "VMR_SOURCE_DIR: tests/vm-real in the source tree"
+#error "VMR_SOURCE_DIR: tests/drivers/vm-real in the source tree"
 #endif
 #ifndef VMR_BINARY_DIR
-#error "VMR_BINARY_DIR: tests/vm-real in the build tree"
+#error "VMR_BINARY_DIR: tests/drivers/vm-real in the build tree"
 #endif
 
 #define URI "qemu:///system"
@@ -369,7 +369,7 @@ static struct vm_create_spec create_spec(const struct server *srv)
                 /*
                  * No speed limit: libvirt's <bandwidth> puts an sfq qdisc under htb, and
                  * kernels without sch_sfq (this machine's) refuse it, so the domain would
-                 * not start. tests/vm covers the XML of the limit.
+                 * not start. tests/drivers/vm covers the XML of the limit.
                  */
                 .plan = { .cpu_cores = 1, .cpu_threads = 1, .ram_mb = RAM_MB, .storage_mb = 256,
                           .network_speed_mbps = 0, .bandwidth_limit_gb = 0, .max_snapshots = 3 },

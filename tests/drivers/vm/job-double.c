@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/jobs-vps.h"
+#include "agent/kinds/kind-vps.h"
 
 const struct agent_services *job_services(struct job_ctx *ctx)
 {

@@ -1,12 +1,12 @@
 /*
- * A stand-in for the job layer (agent/job.h) so that the vps handlers run
+ * A stand-in for the job layer (agent/jobs/job-kind.h) so that the vps handlers run
  * directly in a test: it records stages and progress, answers job_services and
  * job_target_id, and fails job_checkpoint when told to.
  */
 #pragma once
 
-#include "agent/job.h"
-#include "agent/services.h"
+#include "agent/jobs/job-kind.h"
+#include "agent/daemon/services.h"
 
 struct job_ctx {
         const struct agent_services *services;

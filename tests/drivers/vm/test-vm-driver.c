@@ -1,6 +1,6 @@
 /*
  * The libvirt VM driver against libvirt's in-memory test driver
- * (test:///<abs>/tests/vm/node.xml): create, power, status, inventory, events,
+ * (test:///<abs>/tests/drivers/vm/node.xml): create, power, status, inventory, events,
  * upgrade, reinstall, delete, exec refusal, node reboot. Disks, seeds and
  * backups are real files made by qemu-img and xorriso.
  */
@@ -17,8 +17,8 @@
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
-#include "drivers/vm-libvirt-internal.h"
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-libvirt-internal.h"
+#include "drivers/vm/vm-util.h"
 #include "vm-fixture.h"
 
 /* A call that must succeed; on failure the message says why. */

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/jobs-vps.h"
+#include "agent/kinds/kind-vps.h"
 #include "common/json-cleanup.h"
 #include "job-double.h"
 #include "vm-fixture.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/fileio.h"
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 #include "vm-fixture.h"
 
 #define ID "6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"

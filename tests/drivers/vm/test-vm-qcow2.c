@@ -1,5 +1,5 @@
 /*
- * The in-process qcow2 overlay (drivers/vm-qcow2.c), checked by qemu's own tools:
+ * The in-process qcow2 overlay (drivers/vm/vm-qcow2.c), checked by qemu's own tools:
  * `qemu-img check` finds no error or leak, `qemu-img info` reads the size, backing
  * file and format, `qemu-img compare` sees the backing file's bytes through the
  * overlay, and qemu-io writes and reads through it (copy-on-write) after which
@@ -20,7 +20,7 @@
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/unit.h"
-#include "drivers/vm-qcow2.h"
+#include "drivers/vm/vm-qcow2.h"
 #include "vm-fixture.h"
 
 struct tmp {

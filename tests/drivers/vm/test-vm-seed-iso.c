@@ -1,5 +1,5 @@
 /*
- * The in-process ISO 9660 writer of the cloud-init seed (drivers/vm-seed-iso.c),
+ * The in-process ISO 9660 writer of the cloud-init seed (drivers/vm/vm-seed-iso.c),
  * proved by reading its images back with real readers: isoinfo (genisoimage's,
  * through Rock Ridge, Joliet and the plain ISO 9660 names), xorriso (libisofs)
  * extracting every file, and blkid (how cloud-init finds the volume labelled
@@ -21,8 +21,8 @@
 
 #include "common/fileio.h"
 #include "common/unit.h"
-#include "drivers/vm-seed-iso.h"
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-seed-iso.h"
+#include "drivers/vm/vm-util.h"
 #include "vm-fixture.h"
 
 #define OUT_MAX (256 * 1024)

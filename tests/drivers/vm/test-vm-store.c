@@ -17,7 +17,7 @@
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 #include "vm-fixture.h"
 
 #define OK(call)                                                                  \

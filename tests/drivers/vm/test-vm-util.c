@@ -19,7 +19,7 @@
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 #include "vm-fixture.h"
 
 #define ID1 "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"

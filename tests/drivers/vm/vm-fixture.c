@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
-#include "drivers/vm-util.h"
+#include "drivers/vm/vm-util.h"
 
 
 static void die(const char *what, const struct na_error *e)
@@ -196,7 +196,7 @@ int vmf_setup(struct vm_fixture *f, const char *node_xml)
         if (node_xml)
                 snprintf(node, sizeof(node), "%s", node_xml);
         else
-                snprintf(node, sizeof(node), "%s/tests/vm/node.xml", src ? src : ".");
+                snprintf(node, sizeof(node), "%s/tests/drivers/vm/node.xml", src ? src : ".");
         char real[4096];
         if (!realpath(node, real))
                 die("node.xml not found (NA_SOURCE_DIR?)", NULL);

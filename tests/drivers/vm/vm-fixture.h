@@ -28,7 +28,7 @@ struct vm_fixture {
         int n_events;
 };
 
-/* node_xml: a node file (absolute) or NULL for tests/vm/node.xml. 0 or exits the test on failure. */
+/* node_xml: a node file (absolute) or NULL for tests/drivers/vm/node.xml. 0 or exits the test on failure. */
 int vmf_setup(struct vm_fixture *f, const char *node_xml);
 /* Open (again) with f->opts; vmf_setup opens once. */
 int vmf_open(struct vm_fixture *f);

@@ -1,5 +1,5 @@
 /*
- * A libFuzzer entry for the params of every app kind (proto/app.h): the input is read
+ * A libFuzzer entry for the params of every app kind (proto/app-params.h): the input is read
  * as JSON; {"kind": K, "params": P} goes to K's decoder, and whatever the input is,
  * its params (or itself) also go to every app decoder. A decoder must never crash or
  * leak, must not succeed with an error set or leave *ret set on failure, must fail
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/json-cleanup.h"
-#include "proto/app.h"
+#include "proto/app-params.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int fuzz_summary(FILE *out);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/json-cleanup.h"
-#include "proto/app.h"
+#include "proto/app-params.h"
 
 #define APP_ID "3e4f5a6b-7c8d-4e9f-8a1b-2c3d4e5f6a7b"
 #define GROUP_ID "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/json-cleanup.h"
-#include "proto/app.h"
+#include "proto/app-params.h"
 #include "proto/field.h"
 
 #define UUID "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "common/json-cleanup.h"
-#include "proto/app.h"
+#include "proto/app-params.h"
 #include "proto/text.h"
 
 static void test_hostname(void **state)

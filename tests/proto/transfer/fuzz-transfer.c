@@ -1,5 +1,5 @@
 /*
- * A libFuzzer entry for the `transfer` object (proto/transfer.h) and the params of
+ * A libFuzzer entry for the `transfer` object (proto/transfer-spec.h) and the params of
  * app.files.export/import (proto/app-files-transfer.h): the input is read as JSON and
  * decoded as a transfer for PUT and for GET, and as the files kinds' params. A decoder
  * must never crash or leak, must fail only with VALIDATION_ERROR in the details shape,
@@ -16,7 +16,7 @@
 #include <strings.h>
 
 #include "proto/app-files-transfer.h"
-#include "proto/transfer.h"
+#include "proto/transfer-spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int fuzz_summary(FILE *out);

@@ -1,4 +1,4 @@
-/* Unit tests of proto/transfer.c and proto/app-files-transfer.c: the `transfer` object (AGENT-API 4.4). */
+/* Unit tests of proto/transfer-spec.c and proto/app-files-transfer.c: the `transfer` object (AGENT-API 4.4). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include "common/json-cleanup.h"
 #include "proto/app-files-transfer.h"
 #include "proto/field.h"
-#include "proto/transfer.h"
+#include "proto/transfer-spec.h"
 
 #define NOW 1800000000000LL /* 2027-01-15 */
 

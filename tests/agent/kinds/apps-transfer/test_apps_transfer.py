@@ -14,7 +14,7 @@ import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "harness"))
 sys.path.insert(0, os.path.join(HERE, "..", "apps"))
 from nodeagent_harness import certs_dir, check, needs, run_cases, wait_for, with_setup  # noqa: E402
 from objstore import ObjectStore  # noqa: E402

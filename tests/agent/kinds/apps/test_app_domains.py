@@ -14,8 +14,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "app-routes"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "routing"))
 from nodeagent_harness import check, free_port, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_apps import apps_conf, app_job, events, need_root, ok  # noqa: E402
 from test_app_net import PUBLIC, server_params  # noqa: E402

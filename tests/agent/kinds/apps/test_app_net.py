@@ -14,7 +14,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "harness"))
 from nodeagent_harness import check, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_apps import app_job, apps_conf, deploy_params, failed, need_root, ok  # noqa: E402
 
@@ -26,7 +26,7 @@ TABLE = "nodeagent_apps"
 def net_conf(s):
     conf = apps_conf(s)
     conf["apps"].update({"public_address": PUBLIC, "ports": "20000-20100", "apps_domain": "apps.example.test",
-                         "haproxy": ""})  # domain routing: tests/apps/test_app_domains.py
+                         "haproxy": ""})  # domain routing: tests/agent/kinds/apps/test_app_domains.py
     return conf
 
 

@@ -10,10 +10,10 @@ import sys
 import time
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "harness"))
 from nodeagent_harness import BUILD, SRC, Skip, certs_dir, check, check_stages, needs, run_cases, wait_for, with_setup  # noqa: E402
 
-MKIMAGE = os.path.join(SRC, "tests", "app", "mkimage.py")
+MKIMAGE = os.path.join(SRC, "tests", "harness", "mkimage.py")
 ECHO = ["/bin/sh", "-c", 'echo ready; while read l; do echo "got $l"; [ "$l" = stop ] && exit 0; done']
 
 
@@ -401,7 +401,7 @@ def parallel(s):
 def registry_conf(s):
     """[apps] registry: a real docker-registry on loopback with the test CA, holding
     busybox pushed by skopeo; the local store starts empty."""
-    sys.path.insert(0, os.path.join(SRC, "tests", "app-registry"))
+    sys.path.insert(0, os.path.join(SRC, "tests", "drivers", "app-registry"))
     import registry_fixture as fx
     for tool in ("/usr/bin/docker-registry", "/usr/bin/skopeo"):
         if not os.path.exists(tool):

@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "harness"))
 from nodeagent_harness import (Skip, check, check_stages, make_cgroup_fixture, make_vm_assets, needs, run_cases,  # noqa: E402
                                set_cgroup_counters, wait_for, with_setup)
 
