@@ -1,8 +1,9 @@
 /*
- * rm -rf inside a volume a running app may change at the same time
- * (volume/volume.h, app_fs_rm_rf). Unlike app_rm_rf_at (drivers/app/image/app-image.h,
- * for private trees), it never climbs with "..": an app that moves a directory being
- * deleted up to the volume's root would otherwise lead ".." out of the mount. Each
+ * rm -rf inside a volume a running app may change at the same time, and of the
+ * node's private trees (an unpacked image, a stopped app's directory): one
+ * implementation serves both (volume/volume.h, app_fs_rm_rf). It never follows a link
+ * and never climbs with "..": an app that moves a directory being deleted up to the
+ * volume's root would otherwise lead ".." out of the mount. Each
  * level is opened again from the top directory's fd with RESOLVE_BENEATH and
  * RESOLVE_NO_SYMLINKS, so whatever is renamed meanwhile, only what lies below the top
  * directory is ever removed.

@@ -7,6 +7,7 @@
 
 #include "common/fileio.h"
 #include "drivers/app/image/app-image-internal.h"
+#include "volume/volume.h"
 
 #define ROOTFS_TMP_PREFIX "rootfs.tmp-"
 
@@ -62,7 +63,7 @@ static int remove_leftovers(int dir_fd, const char *label, struct na_error *err)
         int r = 0;
         for (struct dirent *e; r >= 0 && (e = readdir(d));)
                 if (strncmp(e->d_name, ROOTFS_TMP_PREFIX, strlen(ROOTFS_TMP_PREFIX)) == 0)
-                        r = app_rm_rf_at(dir_fd, e->d_name, err);
+                        r = app_fs_rm_rf(dir_fd, e->d_name, err);
         closedir(d);
         return r < 0 ? na_error_prefix(err, "image %s: remove a half-unpacked root", label) : 0;
 }
@@ -131,7 +132,7 @@ static int unpack_layers(int layout_fd, int hex_fd, const char *label, const str
                 r = na_error_sys(err, errno, "image %s: sync the cache directory", label);
         if (r < 0) {
                 struct na_error sub = NA_ERROR_INIT;
-                (void)app_rm_rf_at(hex_fd, tmp, &sub);
+                (void)app_fs_rm_rf(hex_fd, tmp, &sub);
                 na_error_clear(&sub);
                 return r;
         }
@@ -208,13 +209,13 @@ int app_image_cache_remove(const char *cache_dir, const char *hex, struct na_err
         _cleanup_close_ int hex_fd = openat(cache_fd, hex, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (hex_fd >= 0) {
                 const char *tmp = ROOTFS_TMP_PREFIX "deleted";
-                if ((r = app_rm_rf_at(hex_fd, tmp, err)) < 0)
+                if ((r = app_fs_rm_rf(hex_fd, tmp, err)) < 0)
                         return na_error_prefix(err, "remove the unpacked root %s", hex);
                 if (renameat(hex_fd, "rootfs", hex_fd, tmp) < 0 && errno != ENOENT)
                         return na_error_sys(err, errno, "remove the unpacked root %s", hex);
                 (void)fsync(hex_fd);
         }
-        if ((r = app_rm_rf_at(cache_fd, hex, err)) < 0)
+        if ((r = app_fs_rm_rf(cache_fd, hex, err)) < 0)
                 return na_error_prefix(err, "remove the unpacked root %s", hex);
         char name[80];
         snprintf(name, sizeof(name), "%s.lock", hex);

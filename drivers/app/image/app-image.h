@@ -131,5 +131,3 @@ struct app_layer_opts {
 };
 int app_layer_apply(int root_fd, int layer_fd, const struct app_layer_opts *opts, struct na_error *err);
 
-/* rm -rf of name under dir_fd, never following a symbolic link; ENOENT is success. */
-int app_rm_rf_at(int dir_fd, const char *name, struct na_error *err);

@@ -12,6 +12,7 @@
 #include "drivers/app/app-archive-dl.h"
 #include "drivers/app/image/app-image-internal.h"
 #include "drivers/app/image/app-layer-pathset.h"
+#include "volume/volume.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive *, archive_read_free)
 
@@ -229,7 +230,7 @@ static int make_room(int parent_fd, const char *base, bool want_dir, const char 
         if (want_dir && S_ISDIR(st.st_mode))
                 return 1;
         if (S_ISDIR(st.st_mode)) {
-                int r = app_rm_rf_at(parent_fd, base, err);
+                int r = app_fs_rm_rf(parent_fd, base, err);
                 return r < 0 ? na_error_prefix(err, "entry \"%.300s\"", entry) : 0;
         }
         if (unlinkat(parent_fd, base, 0) < 0 && errno != ENOENT)
@@ -284,7 +285,7 @@ static int remove_lower(struct layer *l, int dir_fd, const char *name, const cha
 {
         unsigned flags = app_pathset_get(&l->made, path);
         if (!flags)
-                return app_rm_rf_at(dir_fd, name, err);
+                return app_fs_rm_rf(dir_fd, name, err);
         struct stat st;
         if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT ? 0 : na_error_sys(err, errno, "whiteout: stat %s", path);

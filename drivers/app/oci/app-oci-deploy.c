@@ -20,6 +20,7 @@
 #include "drivers/app/net/app-net.h"
 #include "drivers/app/oci/app-rootfs.h"
 #include "drivers/app/oci/app-volume.h"
+#include "volume/volume.h"
 
 static char **strv_dup(char *const *v)
 {
@@ -103,7 +104,7 @@ static int remove_files(struct app_conn *c, const char *id, const char *dir, str
         int dfd = open(c->apps_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return na_error_sys(err, errno, "open %s", c->apps_dir);
-        r = app_rm_rf_at(dfd, id, err);
+        r = app_fs_rm_rf(dfd, id, err);
         close(dfd);
         return r;
 }

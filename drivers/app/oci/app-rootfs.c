@@ -16,6 +16,7 @@
 #include "drivers/app/image/app-image.h"
 #include "drivers/app/oci/app-mountinfo.h"
 #include "drivers/app/oci/app-names.h"
+#include "volume/volume.h"
 
 #define MOUNTINFO "/proc/self/mountinfo"
 
@@ -223,7 +224,7 @@ static int remove_parts(const char *dir, const char *const *names, size_t n, str
                 return na_error_sys(err, errno, "rootfs: open %s", dir);
         }
         for (size_t i = 0; i < n; i++)
-                if (app_rm_rf_at(fd, names[i], err) < 0)
+                if (app_fs_rm_rf(fd, names[i], err) < 0)
                         return na_error_prefix(err, "rootfs %s", dir);
         return 0;
 }

@@ -30,6 +30,7 @@
 #include "drivers/app/image/app-image-internal.h"
 #include "drivers/app/image/app-image.h"
 #include "drivers/app/image/app-registry-internal.h"
+#include "volume/volume.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int fuzz_summary(FILE *out);
@@ -105,7 +106,7 @@ static void layout_remove(void)
         char *slash = strrchr(layout_dir, '/');
         *slash = '\0';
         int parent = open(layout_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        app_rm_rf_at(parent, slash + 1, &err);
+        app_fs_rm_rf(parent, slash + 1, &err);
         na_error_clear(&err);
         close(parent);
 }

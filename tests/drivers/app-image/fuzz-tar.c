@@ -22,6 +22,7 @@
 
 #include "drivers/app/backup/app-backup-parts.h"
 #include "drivers/app/image/app-image.h"
+#include "volume/volume.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int fuzz_summary(FILE *out);
@@ -48,7 +49,7 @@ static void outer_remove(void)
         char *slash = strrchr(outer, '/');
         *slash = '\0';
         int parent = open(outer, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        app_rm_rf_at(parent, slash + 1, &err);
+        app_fs_rm_rf(parent, slash + 1, &err);
         na_error_clear(&err);
         close(parent);
 }
@@ -89,7 +90,7 @@ static int fresh_dir(const char *name)
 static void remove_dir(const char *name)
 {
         struct na_error err = NA_ERROR_INIT;
-        int r = app_rm_rf_at(outer_fd, name, &err);
+        int r = app_fs_rm_rf(outer_fd, name, &err);
         CHECK(r >= 0, "remove %s: %s", name, err.message);
         check_outer("");
 }
