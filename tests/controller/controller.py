@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The central API's side of the agent contract (shared/protocol/AGENT-API.md), for
+"""The central API's side of the agent contract (docs/agent-api.md), for
 nodeagent's own tests, demo and benchmarks. Python 3 standard library only.
 
 Agent side (HTTPS, --port):   POST /nodes/{id}/hello, GET /nodes/{id}/jobs,
