@@ -62,16 +62,31 @@ rm -rf "$work"
 mkdir -p "$work/debs" "$work/kernel" "$work/root"
 
 # download PACKAGE[=VERSION] into $work/debs; prints the .deb path. Package lists
-# that do not know it yet (a fresh machine) are updated once. (It runs in $(...):
-# the "updated" mark is a file.)
+# that do not know it yet (a fresh machine) are updated once. Where the newest
+# candidate cannot be fetched (a mirror without the security archive, whose version
+# is then the candidate), each older version apt knows is tried, newest first. (It
+# runs in $(...): the "updated" mark is a file.)
+fetch_one() {
+        (cd "$work/debs" && apt-get download -q "$1" >"$work/apt.log" 2>&1)
+}
 download() {
-        if ! (cd "$work/debs" && apt-get download -q "$1" >"$work/apt.log" 2>&1); then
-                [ ! -e "$work/apt-updated" ] || die "apt-get download $1 failed: $(tail -n 3 "$work/apt.log")"
-                : >"$work/apt-updated"
-                apt-get update -qq >"$work/apt-update.log" 2>&1 ||
-                        die "apt-get update failed: $(tail -n 3 "$work/apt-update.log")"
-                (cd "$work/debs" && apt-get download -q "$1" >"$work/apt.log" 2>&1) ||
-                        die "apt-get download $1 failed: $(tail -n 3 "$work/apt.log")"
+        if ! fetch_one "$1"; then
+                if [ ! -e "$work/apt-updated" ]; then
+                        : >"$work/apt-updated"
+                        apt-get update -qq >"$work/apt-update.log" 2>&1 ||
+                                echo "guest.sh: apt-get update failed: $(tail -n 1 "$work/apt-update.log")" >&2
+                fi
+                if ! fetch_one "$1"; then
+                        case $1 in *=*) die "apt-get download $1 failed: $(tail -n 3 "$work/apt.log")" ;; esac
+                        _ok=""
+                        for _v in $(apt-cache madison "$1" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); print $2}'); do
+                                if fetch_one "$1=$_v"; then
+                                        _ok=1
+                                        break
+                                fi
+                        done
+                        [ -n "$_ok" ] || die "apt-get download $1 failed in every version apt knows: $(tail -n 3 "$work/apt.log")"
+                fi
         fi
         name=${1%%=*}
         deb=$(ls "$work/debs/${name}"_*.deb 2>/dev/null | head -n 1)
