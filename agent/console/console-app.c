@@ -21,7 +21,7 @@
 #include "common/timeutil.h"
 #include "common/uuid.h"
 #include "drivers/app.h"
-#include "drivers/app/oci/app-monitor.h"
+#include "ring/monitor-msg.h"
 
 #define APP_BACKLOG 100
 #define APP_READ_LIMIT 1000

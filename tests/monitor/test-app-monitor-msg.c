@@ -6,6 +6,7 @@
 
 #include "common/unit.h"
 #include "drivers/app/oci/app-monitor.h"
+#include "ring/monitor-msg.h"
 
 static int parse(const char *text, struct app_monitor_msg *msg)
 {

@@ -24,6 +24,7 @@
 #include "common/spawn.h"
 #include "common/unit.h"
 #include "drivers/app/oci/app-monitor.h"
+#include "ring/monitor-msg.h"
 #include "ring/app-ring.h"
 
 #define CRUN "/usr/bin/crun"

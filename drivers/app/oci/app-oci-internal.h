@@ -22,6 +22,7 @@
 #include "drivers/app/oci/app-crun.h"
 #include "drivers/app/image/app-image.h"
 #include "drivers/app/oci/app-monitor.h"
+#include "ring/monitor-msg.h"
 #include "drivers/app/image/app-registry.h"
 #include "proto/app-params.h"
 
