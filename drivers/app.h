@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "drivers/app-restart.h"
 #include "common/error.h"
 #include "common/progress.h"
 #include "proto/app-params.h"
@@ -63,7 +64,7 @@ struct app_options {
         bool allow_insecure_http;     /* a loopback http:// registry, for tests */
         uint32_t id_base;             /* first subordinate id of the app ranges; 0: the default */
         unsigned start_stagger_ms;    /* node reboot: between two starts; 0: 2000 */
-        unsigned crash_backoff_ms[3]; /* the crash rule's waits; zeros: 1 s, 10 s, 60 s */
+        unsigned crash_backoff_ms[APP_RESTART_MAX]; /* the crash rule's waits (drivers/app-restart.h); zeros: its defaults */
         app_event_fn on_event;
         app_cgroup_fn on_cgroup;
         void *userdata;

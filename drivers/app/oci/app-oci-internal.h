@@ -4,7 +4,7 @@
  *   app-oci-meta.c    <storage>/apps/<id>/app.json: what the node keeps of an app
  *   app-oci-deploy.c  deploy and delete
  *   app-oci-power.c   start, stop, kill; status, console, output, command
- *   app-oci-watch.c   the driver's thread: exits from monitors, the crash rule, resume
+ *   app-oci-watch.c   the driver's thread: exits from monitors, asking the crash rule, resume
  *   app-oci-images.c  image.pull, image.list, image.delete
  *
  * Locks: conn->lock guards the list of apps (short). Each app has op_lock, held by
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "drivers/app.h"
+#include "drivers/app-restart.h"
 #include "drivers/app/oci/app-crun.h"
 #include "drivers/app/image/app-image.h"
 #include "drivers/app/oci/app-monitor.h"
@@ -26,8 +27,6 @@
 #include "drivers/app/image/app-registry.h"
 #include "proto/app-params.h"
 
-#define APP_CRASH_WINDOW_MS (10 * 60 * 1000)
-#define APP_CRASH_RESTARTS 3
 #define APP_ID_LEN 36
 
 struct app {
@@ -52,8 +51,7 @@ struct app {
         bool exit_reported;              /* this run's app.exited went out (watcher or stop, once) */
         int exit_code, exit_signal;
         int64_t restarts;                /* automatic restarts since the last start asked for */
-        int64_t crash_ms[APP_CRASH_RESTARTS]; /* the last crashes, for the crash rule */
-        size_t n_crash;
+        struct app_restart_history crashes; /* the last unasked exits, for the crash rule (drivers/app-restart.h) */
         int64_t restart_at_ms;           /* a restart the crash rule or resume scheduled; 0: none */
         bool restart_resume;             /* that restart is a node reboot's, not a crash's */
         int monitor_fd;                  /* the watcher's connection; -1 */

@@ -44,8 +44,8 @@ int app_meta_save(struct app *a, struct na_error *err)
 {
         _cleanup_json_ json_t *crash = json_array();
         pthread_mutex_lock(&a->st_lock);
-        for (size_t i = 0; crash && i < a->n_crash; i++)
-                json_array_append_new(crash, json_integer(a->crash_ms[i]));
+        for (size_t i = 0; crash && i < a->crashes.n; i++)
+                json_array_append_new(crash, json_integer(a->crashes.crash_ms[i]));
         int64_t restarts = a->restarts, started = a->started_ms;
         pthread_mutex_unlock(&a->st_lock);
         _cleanup_json_ json_t *doc = json_pack("{s:s, s:o, s:o, s:s, s:s, s:I, s:I, s:I, s:b, s:I, s:I, s:O}", "id", a->id,
@@ -99,8 +99,8 @@ int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct n
         a->restarts = json_integer_value(json_object_get(doc, "restarts"));
         a->started_ms = json_integer_value(json_object_get(doc, "startedAt"));
         json_t *crash = json_object_get(doc, "crashes");
-        for (size_t i = 0; i < json_array_size(crash) && a->n_crash < APP_CRASH_RESTARTS; i++)
-                a->crash_ms[a->n_crash++] = json_integer_value(json_array_get(crash, i));
+        for (size_t i = 0; i < json_array_size(crash) && a->crashes.n < APP_RESTART_MAX; i++)
+                a->crashes.crash_ms[a->crashes.n++] = json_integer_value(json_array_get(crash, i));
         struct app_exit ex;
         struct na_error e = NA_ERROR_INIT;
         if (app_monitor_read_exit(a->dir, &ex, &e) == 0) {

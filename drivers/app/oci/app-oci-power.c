@@ -202,7 +202,7 @@ int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct n
         a->started_ms = started;
         if (!automatic) {
                 a->restarts = 0;
-                a->n_crash = 0;
+                app_restart_forget(&a->crashes);
         }
         app_set_state(c, a, a->deploy->tmpl.started_pattern && !app_monitor_started(a->dir) ? PROTO_APP_STARTING
                                                                                             : PROTO_APP_RUNNING);

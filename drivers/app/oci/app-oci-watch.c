@@ -1,9 +1,8 @@
 /*
  * The driver's thread: one epoll over the monitors of running apps. It turns their
  * messages into states and events (R: the started pattern matched; X: the container
- * ended), applies the crash rule of AGENT-API 4.2 (an exit nobody asked for is
- * restarted at most 3 times in 10 minutes, after 1 s, 10 s and 60 s; the 4th leaves
- * the app crashed with crashLoop), and carries out the restarts it scheduled and the
+ * ended), asks the crash rule of AGENT-API 4.2 (drivers/app-restart.h) what to do
+ * with an exit nobody asked for, and carries out the restarts it scheduled and the
  * staggered starts after a node reboot. It never blocks on an app another thread is
  * changing: op_lock is only tried, and a busy app is tried again at the next tick.
  */
@@ -22,7 +21,6 @@
 
 #define TICK_MS 200
 
-static const unsigned default_backoff_ms[APP_CRASH_RESTARTS] = { 1000, 10000, 60000 };
 
 void app_watch_wake(struct app_conn *c)
 {
@@ -110,7 +108,6 @@ static void try_save(struct app *a)
 /* The container ended (code, sig as the monitor said). st_lock is not held. */
 static void exited(struct app_conn *c, struct app *a, int code, int sig)
 {
-        const unsigned *backoff = c->o.crash_backoff_ms[0] ? c->o.crash_backoff_ms : default_backoff_ms;
         int64_t now = (int64_t)na_now_real_ms();
         pthread_mutex_lock(&a->st_lock);
         if (a->exit_reported) {
@@ -127,30 +124,23 @@ static void exited(struct app_conn *c, struct app *a, int code, int sig)
                 emit_exited(c, a, code, sig, false);
                 return;
         }
-        size_t kept = 0;
-        for (size_t i = 0; i < a->n_crash; i++)
-                if (now - a->crash_ms[i] < APP_CRASH_WINDOW_MS)
-                        a->crash_ms[kept++] = a->crash_ms[i];
-        a->n_crash = kept;
-        bool loop = a->n_crash >= APP_CRASH_RESTARTS;
-        unsigned wait = 0;
+        /* Unasked: the crash rule (drivers/app-restart.h) decides; this thread carries it out. */
+        struct app_restart_decision d = app_restart_decide(&a->crashes, now, c->o.crash_backoff_ms);
+        bool loop = d.crash_loop;
         if (!loop) {
-                wait = backoff[a->n_crash];
-                a->crash_ms[a->n_crash++] = now;
-                a->restart_at_ms = now + wait;
+                a->restart_at_ms = now + d.wait_ms;
                 a->restart_resume = false;
         }
         app_set_state(c, a, PROTO_APP_CRASHED);
-        size_t n = a->n_crash;
         pthread_mutex_unlock(&a->st_lock);
         emit_exited(c, a, code, sig, loop);
         if (loop) {
-                system_line(a, "crashed %d times in 10 minutes: left stopped (crash loop); start it again when fixed",
-                            APP_CRASH_RESTARTS + 1);
+                system_line(a, "crashed %d times in %d minutes: left stopped (crash loop); start it again when fixed",
+                            APP_RESTART_MAX + 1, APP_RESTART_WINDOW_MS / 60000);
                 a->want_running = false;
         } else
-                system_line(a, "crashed (exit code %d); restarting in %.1f s (%zu of %d in 10 minutes)", code,
-                            wait / 1000.0, n, APP_CRASH_RESTARTS);
+                system_line(a, "crashed (exit code %d); restarting in %.1f s (%zu of %d in %d minutes)", code,
+                            d.wait_ms / 1000.0, d.nth, APP_RESTART_MAX, APP_RESTART_WINDOW_MS / 60000);
         try_save(a);
 }
 
