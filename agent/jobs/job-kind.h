@@ -37,6 +37,16 @@ struct job_kind {
         unsigned targets;
 };
 
+/*
+ * Every kind is declared in one form, its name first and then its fields as designated
+ * initializers, so `grep -rn 'JOB_KIND(.*"app.files.move"' agent/kinds` finds any kind
+ * in one step (docs/architecture.md lists which file holds which family):
+ *
+ *   static JOB_KIND(power_kind, "app.power", .target = PROTO_TARGET_APP, .changes = true,
+ *                   .decode = power_decode, .free_params = power_free, .run = power_run);
+ */
+#define JOB_KIND(var, kind_name, ...) const struct job_kind var = { .name = kind_name, __VA_ARGS__ }
+
 /* A NULL-terminated list of kinds, one per module (agent/jobs/job-registry.c gathers them). */
 typedef const struct job_kind *const job_kind_list[];
 

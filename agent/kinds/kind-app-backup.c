@@ -227,24 +227,19 @@ static const char *const transfer_stages[] = { "transferring", NULL };
 static const char *const create_stages[] = { "archiving", "compressing", NULL };
 static const char *const restore_stages[] = { "stopping", "restoring", "starting", NULL };
 
-static const struct job_kind create_kind = { .name = "app.backup.create", .target = PROTO_TARGET_APP,
-                                             .changes = true, .decode = create_decode, .free_params = create_free,
-                                             .run = create_run, .stages = create_stages };
-static const struct job_kind restore_kind = { .name = "app.backup.restore", .target = PROTO_TARGET_APP,
-                                              .changes = true, .decode = ref_decode, .free_params = free,
-                                              .run = restore_run, .stages = restore_stages };
-static const struct job_kind delete_kind = { .name = "app.backup.delete", .target = PROTO_TARGET_APP,
-                                             .changes = true, .decode = ref_decode, .free_params = free,
-                                             .run = delete_run };
-static const struct job_kind list_kind = { .name = "app.backup.list", .target = PROTO_TARGET_APP, .changes = false,
-                                           .decode = none_decode, .run = list_run };
+static JOB_KIND(create_kind, "app.backup.create", .target = PROTO_TARGET_APP, .changes = true, .decode = create_decode,
+                .free_params = create_free, .run = create_run, .stages = create_stages);
+static JOB_KIND(restore_kind, "app.backup.restore", .target = PROTO_TARGET_APP, .changes = true, .decode = ref_decode,
+                .free_params = free, .run = restore_run, .stages = restore_stages);
+static JOB_KIND(delete_kind, "app.backup.delete", .target = PROTO_TARGET_APP, .changes = true, .decode = ref_decode,
+                .free_params = free, .run = delete_run);
+static JOB_KIND(list_kind, "app.backup.list", .target = PROTO_TARGET_APP, .changes = false, .decode = none_decode,
+                .run = list_run);
 
-static const struct job_kind export_kind = { .name = "app.backup.export", .target = PROTO_TARGET_APP,
-                                             .changes = false, .decode = export_decode, .free_params = transfer_free,
-                                             .run = export_run, .stages = transfer_stages };
-static const struct job_kind import_kind = { .name = "app.backup.import", .target = PROTO_TARGET_APP,
-                                             .changes = true, .decode = import_decode, .free_params = transfer_free,
-                                             .run = import_run, .stages = transfer_stages };
+static JOB_KIND(export_kind, "app.backup.export", .target = PROTO_TARGET_APP, .changes = false,
+                .decode = export_decode, .free_params = transfer_free, .run = export_run, .stages = transfer_stages);
+static JOB_KIND(import_kind, "app.backup.import", .target = PROTO_TARGET_APP, .changes = true, .decode = import_decode,
+                .free_params = transfer_free, .run = import_run, .stages = transfer_stages);
 
 job_kind_list app_backup_job_kinds = { &create_kind, &restore_kind, &delete_kind, &list_kind, &export_kind,
                                        &import_kind, NULL };

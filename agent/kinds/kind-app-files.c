@@ -199,25 +199,25 @@ static int import_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
         return transfer_finish(ctx, "import", p->path, r, &res, ret, err);
 }
 
-#define KIND(var, kname, chg, dec, fr, fn)                                                              \
-        static const struct job_kind var = { .name = kname, .target = PROTO_TARGET_APP, .changes = chg, \
-                                             .decode = dec, .free_params = fr, .run = fn }
+static JOB_KIND(files_list_kind, "app.files.list", .target = PROTO_TARGET_APP, .changes = false, .decode = path_decode,
+                .free_params = path_free, .run = list_run);
+static JOB_KIND(files_read_kind, "app.files.read_text", .target = PROTO_TARGET_APP, .changes = false,
+                .decode = read_decode, .free_params = read_free, .run = read_run);
+static JOB_KIND(files_write_kind, "app.files.write", .target = PROTO_TARGET_APP, .changes = true,
+                .decode = write_decode, .free_params = write_free, .run = write_run);
+static JOB_KIND(files_mkdir_kind, "app.files.mkdir", .target = PROTO_TARGET_APP, .changes = true,
+                .decode = path_decode, .free_params = path_free, .run = mkdir_run);
+static JOB_KIND(files_move_kind, "app.files.move", .target = PROTO_TARGET_APP, .changes = true, .decode = move_decode,
+                .free_params = move_free, .run = move_run);
+static JOB_KIND(files_delete_kind, "app.files.delete", .target = PROTO_TARGET_APP, .changes = true,
+                .decode = path_decode, .free_params = path_free, .run = delete_run);
 
-KIND(files_list_kind, "app.files.list", false, path_decode, path_free, list_run);
-KIND(files_read_kind, "app.files.read_text", false, read_decode, read_free, read_run);
-KIND(files_write_kind, "app.files.write", true, write_decode, write_free, write_run);
-KIND(files_mkdir_kind, "app.files.mkdir", true, path_decode, path_free, mkdir_run);
-KIND(files_move_kind, "app.files.move", true, move_decode, move_free, move_run);
-KIND(files_delete_kind, "app.files.delete", true, path_decode, path_free, delete_run);
-
-static const struct job_kind files_export_kind = { .name = "app.files.export", .target = PROTO_TARGET_APP,
-                                                  .changes = false, .stages = transfer_stages,
-                                                  .decode = export_decode, .free_params = transfer_params_free,
-                                                  .run = export_run };
-static const struct job_kind files_import_kind = { .name = "app.files.import", .target = PROTO_TARGET_APP,
-                                                  .changes = true, .stages = transfer_stages,
-                                                  .decode = import_decode, .free_params = transfer_params_free,
-                                                  .run = import_run };
+static JOB_KIND(files_export_kind, "app.files.export", .target = PROTO_TARGET_APP, .changes = false,
+                .stages = transfer_stages, .decode = export_decode, .free_params = transfer_params_free,
+                .run = export_run);
+static JOB_KIND(files_import_kind, "app.files.import", .target = PROTO_TARGET_APP, .changes = true,
+                .stages = transfer_stages, .decode = import_decode, .free_params = transfer_params_free,
+                .run = import_run);
 
 job_kind_list app_files_job_kinds = { &files_list_kind, &files_read_kind, &files_write_kind, &files_mkdir_kind,
                                       &files_move_kind, &files_delete_kind, &files_export_kind, &files_import_kind,

@@ -115,16 +115,18 @@ static int list_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_e
         return r < 0 ? r : j.app->exposure_list(j.conn, j.id, ret, err);
 }
 
-#define KIND(var, kname, chg, dec, fr, fn)                                                                  \
-        static const struct job_kind var = { .name = kname, .target = PROTO_TARGET_APP, .changes = chg,     \
-                                             .decode = dec, .free_params = fr, .run = fn }
-
-KIND(group_join_kind, "app.group.join", true, group_decode, group_free, join_run);
-KIND(group_leave_kind, "app.group.leave", true, group_decode, group_free, leave_run);
-KIND(exposure_add_kind, "app.exposure.add", true, add_decode, add_free, add_run);
-KIND(exposure_verify_kind, "app.exposure.verify", true, ref_decode, ref_free, verify_run);
-KIND(exposure_remove_kind, "app.exposure.remove", true, ref_decode, ref_free, remove_run);
-KIND(exposure_list_kind, "app.exposure.list", false, NULL, NULL, list_run);
+static JOB_KIND(group_join_kind, "app.group.join", .target = PROTO_TARGET_APP, .changes = true, .decode = group_decode,
+                .free_params = group_free, .run = join_run);
+static JOB_KIND(group_leave_kind, "app.group.leave", .target = PROTO_TARGET_APP, .changes = true,
+                .decode = group_decode, .free_params = group_free, .run = leave_run);
+static JOB_KIND(exposure_add_kind, "app.exposure.add", .target = PROTO_TARGET_APP, .changes = true,
+                .decode = add_decode, .free_params = add_free, .run = add_run);
+static JOB_KIND(exposure_verify_kind, "app.exposure.verify", .target = PROTO_TARGET_APP, .changes = true,
+                .decode = ref_decode, .free_params = ref_free, .run = verify_run);
+static JOB_KIND(exposure_remove_kind, "app.exposure.remove", .target = PROTO_TARGET_APP, .changes = true,
+                .decode = ref_decode, .free_params = ref_free, .run = remove_run);
+static JOB_KIND(exposure_list_kind, "app.exposure.list", .target = PROTO_TARGET_APP, .changes = false,
+                .run = list_run);
 
 job_kind_list app_net_job_kinds = { &group_join_kind, &group_leave_kind, &exposure_add_kind, &exposure_verify_kind,
                                     &exposure_remove_kind, &exposure_list_kind, NULL };

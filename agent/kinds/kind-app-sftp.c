@@ -139,7 +139,7 @@ int agent_app_sftp_forget(const struct agent_services *s, const char *app_id, st
         return sftp_user_remove_app(users, app_id, err);
 }
 
-static const struct job_kind sftp_set_kind = { .name = "app.sftp.set", .target = PROTO_TARGET_APP, .changes = true,
-                                               .decode = decode, .free_params = free_params, .run = set_run };
+static JOB_KIND(sftp_set_kind, "app.sftp.set", .target = PROTO_TARGET_APP, .changes = true, .decode = decode,
+                .free_params = free_params, .run = set_run);
 
 job_kind_list app_sftp_job_kinds = { &sftp_set_kind, NULL };

@@ -155,22 +155,23 @@ static int image_delete_run(struct job_ctx *ctx, void *params, json_t **ret, str
         return r;
 }
 
-#define KIND(var, kname, ttype, chg, stg, dec, fr, fn)                                                  \
-        static const struct job_kind var = { .name = kname, .target = ttype, .changes = chg, .stages = stg, \
-                                             .decode = dec, .free_params = fr, .run = fn }
-
-KIND(app_deploy_kind, "app.deploy", PROTO_TARGET_APP, true, deploy_stages, deploy_decode, deploy_free, deploy_run);
-KIND(app_power_kind, "app.power", PROTO_TARGET_APP, true, NULL, power_decode, power_free, power_run);
-KIND(app_status_kind, "app.status", PROTO_TARGET_APP, false, NULL, NULL, NULL, status_run);
-KIND(app_command_kind, "app.command.set", PROTO_TARGET_APP, true, NULL, command_set_decode, command_set_free,
-     command_set_run);
-KIND(app_console_kind, "app.console.send", PROTO_TARGET_APP, true, NULL, console_send_decode, console_send_free,
-     console_send_run);
-KIND(app_output_kind, "app.output", PROTO_TARGET_APP, false, NULL, output_decode, output_free, output_run);
-KIND(app_delete_kind, "app.delete", PROTO_TARGET_APP, true, NULL, NULL, NULL, delete_run);
-KIND(image_pull_kind, "image.pull", PROTO_TARGET_NODE, true, pull_stages, image_decode, image_free, image_pull_run);
-KIND(image_list_kind, "image.list", PROTO_TARGET_NODE, false, NULL, NULL, NULL, image_list_run);
-KIND(image_delete_kind, "image.delete", PROTO_TARGET_NODE, true, NULL, image_decode, image_free, image_delete_run);
+static JOB_KIND(app_deploy_kind, "app.deploy", .target = PROTO_TARGET_APP, .changes = true, .stages = deploy_stages,
+                .decode = deploy_decode, .free_params = deploy_free, .run = deploy_run);
+static JOB_KIND(app_power_kind, "app.power", .target = PROTO_TARGET_APP, .changes = true, .decode = power_decode,
+                .free_params = power_free, .run = power_run);
+static JOB_KIND(app_status_kind, "app.status", .target = PROTO_TARGET_APP, .changes = false, .run = status_run);
+static JOB_KIND(app_command_kind, "app.command.set", .target = PROTO_TARGET_APP, .changes = true,
+                .decode = command_set_decode, .free_params = command_set_free, .run = command_set_run);
+static JOB_KIND(app_console_kind, "app.console.send", .target = PROTO_TARGET_APP, .changes = true,
+                .decode = console_send_decode, .free_params = console_send_free, .run = console_send_run);
+static JOB_KIND(app_output_kind, "app.output", .target = PROTO_TARGET_APP, .changes = false, .decode = output_decode,
+                .free_params = output_free, .run = output_run);
+static JOB_KIND(app_delete_kind, "app.delete", .target = PROTO_TARGET_APP, .changes = true, .run = delete_run);
+static JOB_KIND(image_pull_kind, "image.pull", .target = PROTO_TARGET_NODE, .changes = true, .stages = pull_stages,
+                .decode = image_decode, .free_params = image_free, .run = image_pull_run);
+static JOB_KIND(image_list_kind, "image.list", .target = PROTO_TARGET_NODE, .changes = false, .run = image_list_run);
+static JOB_KIND(image_delete_kind, "image.delete", .target = PROTO_TARGET_NODE, .changes = true,
+                .decode = image_decode, .free_params = image_free, .run = image_delete_run);
 
 job_kind_list app_job_kinds = { &app_deploy_kind, &app_power_kind, &app_status_kind, &app_command_kind,
                                 &app_console_kind, &app_output_kind, &app_delete_kind, &image_pull_kind,

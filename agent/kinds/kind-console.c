@@ -72,24 +72,10 @@ static int close_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_
 
 #define CONSOLE_TARGETS ((1u << PROTO_TARGET_VPS) | (1u << PROTO_TARGET_APP))
 
-static const struct job_kind console_open = {
-        .name = "console.open",
-        .target = PROTO_TARGET_APP,
-        .targets = CONSOLE_TARGETS,
-        .changes = false,
-        .decode = open_decode,
-        .free_params = open_free,
-        .run = open_run,
-};
+static JOB_KIND(console_open, "console.open", .target = PROTO_TARGET_APP, .targets = CONSOLE_TARGETS, .changes = false,
+                .decode = open_decode, .free_params = open_free, .run = open_run);
 
-static const struct job_kind console_close = {
-        .name = "console.close",
-        .target = PROTO_TARGET_APP,
-        .targets = CONSOLE_TARGETS,
-        .changes = false,
-        .decode = close_decode,
-        .free_params = close_free,
-        .run = close_run,
-};
+static JOB_KIND(console_close, "console.close", .target = PROTO_TARGET_APP, .targets = CONSOLE_TARGETS,
+                .changes = false, .decode = close_decode, .free_params = close_free, .run = close_run);
 
 job_kind_list console_job_kinds = { &console_open, &console_close, NULL };

@@ -107,20 +107,9 @@ static int set_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_er
         return r;
 }
 
-static const struct job_kind fw_get_kind = {
-        .name = "vps.firewall.get",
-        .target = PROTO_TARGET_VPS,
-        .changes = false,
-        .run = get_run,
-};
+static JOB_KIND(fw_get_kind, "vps.firewall.get", .target = PROTO_TARGET_VPS, .changes = false, .run = get_run);
 
-static const struct job_kind fw_set_kind = {
-        .name = "vps.firewall.set",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .decode = set_decode,
-        .free_params = set_free,
-        .run = set_run,
-};
+static JOB_KIND(fw_set_kind, "vps.firewall.set", .target = PROTO_TARGET_VPS, .changes = true, .decode = set_decode,
+                .free_params = set_free, .run = set_run);
 
 job_kind_list fw_job_kinds = { &fw_get_kind, &fw_set_kind, NULL };

@@ -64,24 +64,10 @@ static int app_metrics_run(struct job_ctx *ctx, void *params, json_t **ret_data,
         return metrics_run(ctx, METRICS_APP, params, ret_data, err);
 }
 
-static const struct job_kind vps_metrics_kind = {
-        .name = "vps.metrics",
-        .target = PROTO_TARGET_VPS,
-        .changes = false,
-        .stages = NULL,
-        .decode = metrics_params_decode,
-        .free_params = metrics_params_free,
-        .run = vps_metrics_run,
-};
+static JOB_KIND(vps_metrics_kind, "vps.metrics", .target = PROTO_TARGET_VPS, .changes = false, .stages = NULL,
+                .decode = metrics_params_decode, .free_params = metrics_params_free, .run = vps_metrics_run);
 
-static const struct job_kind app_metrics_kind = {
-        .name = "app.metrics",
-        .target = PROTO_TARGET_APP,
-        .changes = false,
-        .stages = NULL,
-        .decode = metrics_params_decode,
-        .free_params = metrics_params_free,
-        .run = app_metrics_run,
-};
+static JOB_KIND(app_metrics_kind, "app.metrics", .target = PROTO_TARGET_APP, .changes = false, .stages = NULL,
+                .decode = metrics_params_decode, .free_params = metrics_params_free, .run = app_metrics_run);
 
 job_kind_list metrics_job_kinds = { &vps_metrics_kind, &app_metrics_kind, NULL };

@@ -10,11 +10,6 @@ static int node_status_run(struct job_ctx *ctx, void *params, json_t **ret, stru
         return *ret ? 0 : -EIO;
 }
 
-static const struct job_kind node_status = {
-        .name = "node.status",
-        .target = PROTO_TARGET_NODE,
-        .changes = false,
-        .run = node_status_run,
-};
+static JOB_KIND(node_status, "node.status", .target = PROTO_TARGET_NODE, .changes = false, .run = node_status_run);
 
 job_kind_list node_job_kinds = { &node_status, NULL };

@@ -133,25 +133,11 @@ static int test_sleep_run(struct job_ctx *ctx, void *params, json_t **ret, struc
         return 0;
 }
 
-static const struct job_kind test_append = {
-        .name = "test.append",
-        .target = PROTO_TARGET_NODE,
-        .changes = true,
-        .stages = test_stages,
-        .decode = test_decode,
-        .free_params = free,
-        .run = test_append_run,
-};
+static JOB_KIND(test_append, "test.append", .target = PROTO_TARGET_NODE, .changes = true, .stages = test_stages,
+                .decode = test_decode, .free_params = free, .run = test_append_run);
 
-static const struct job_kind test_sleep = {
-        .name = "test.sleep",
-        .target = PROTO_TARGET_NODE,
-        .changes = false,
-        .stages = test_stages,
-        .decode = test_decode,
-        .free_params = free,
-        .run = test_sleep_run,
-};
+static JOB_KIND(test_sleep, "test.sleep", .target = PROTO_TARGET_NODE, .changes = false, .stages = test_stages,
+                .decode = test_decode, .free_params = free, .run = test_sleep_run);
 
 static int test_hang_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
 {
@@ -165,15 +151,8 @@ static int test_hang_run(struct job_ctx *ctx, void *params, json_t **ret, struct
         return 0;
 }
 
-static const struct job_kind test_hang = {
-        .name = "test.hang",
-        .target = PROTO_TARGET_NODE,
-        .changes = true,
-        .stages = test_stages,
-        .decode = test_decode,
-        .free_params = free,
-        .run = test_hang_run,
-};
+static JOB_KIND(test_hang, "test.hang", .target = PROTO_TARGET_NODE, .changes = true, .stages = test_stages,
+                .decode = test_decode, .free_params = free, .run = test_hang_run);
 
 job_kind_list test_job_kinds = { &test_append, &test_sleep, &test_hang, NULL };
 

@@ -52,15 +52,8 @@ static int create_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
         return *ret ? 0 : na_error_sys(err, ENOMEM, "vps %s: create result", j.id);
 }
 
-const struct job_kind vps_create_kind = {
-        .name = "vps.create",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .stages = create_stages,
-        .decode = create_decode,
-        .free_params = create_free,
-        .run = create_run,
-};
+JOB_KIND(vps_create_kind, "vps.create", .target = PROTO_TARGET_VPS, .changes = true, .stages = create_stages,
+         .decode = create_decode, .free_params = create_free, .run = create_run);
 
 /* ---- vps.reinstall ---- */
 
@@ -123,12 +116,5 @@ static int reinstall_run(struct job_ctx *ctx, void *params, json_t **ret, struct
         return 0;
 }
 
-const struct job_kind vps_reinstall_kind = {
-        .name = "vps.reinstall",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .stages = reinstall_stages,
-        .decode = reinstall_decode,
-        .free_params = reinstall_free,
-        .run = reinstall_run,
-};
+JOB_KIND(vps_reinstall_kind, "vps.reinstall", .target = PROTO_TARGET_VPS, .changes = true, .stages = reinstall_stages,
+         .decode = reinstall_decode, .free_params = reinstall_free, .run = reinstall_run);

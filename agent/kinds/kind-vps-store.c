@@ -84,36 +84,14 @@ static int snapshot_delete_run(struct job_ctx *ctx, void *params, json_t **ret, 
         return 0;
 }
 
-const struct job_kind vps_snapshot_create_kind = {
-        .name = "vps.snapshot.create",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .decode = snapshot_create_decode,
-        .free_params = params_free,
-        .run = snapshot_create_run,
-};
-const struct job_kind vps_snapshot_list_kind = {
-        .name = "vps.snapshot.list",
-        .target = PROTO_TARGET_VPS,
-        .changes = false,
-        .run = snapshot_list_run,
-};
-const struct job_kind vps_snapshot_revert_kind = {
-        .name = "vps.snapshot.revert",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .decode = snapshot_ref_decode,
-        .free_params = params_free,
-        .run = snapshot_revert_run,
-};
-const struct job_kind vps_snapshot_delete_kind = {
-        .name = "vps.snapshot.delete",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .decode = snapshot_ref_decode,
-        .free_params = params_free,
-        .run = snapshot_delete_run,
-};
+JOB_KIND(vps_snapshot_create_kind, "vps.snapshot.create", .target = PROTO_TARGET_VPS, .changes = true,
+         .decode = snapshot_create_decode, .free_params = params_free, .run = snapshot_create_run);
+JOB_KIND(vps_snapshot_list_kind, "vps.snapshot.list", .target = PROTO_TARGET_VPS, .changes = false,
+         .run = snapshot_list_run);
+JOB_KIND(vps_snapshot_revert_kind, "vps.snapshot.revert", .target = PROTO_TARGET_VPS, .changes = true,
+         .decode = snapshot_ref_decode, .free_params = params_free, .run = snapshot_revert_run);
+JOB_KIND(vps_snapshot_delete_kind, "vps.snapshot.delete", .target = PROTO_TARGET_VPS, .changes = true,
+         .decode = snapshot_ref_decode, .free_params = params_free, .run = snapshot_delete_run);
 
 /* ---- backups ---- */
 
@@ -202,34 +180,12 @@ static int backup_delete_run(struct job_ctx *ctx, void *params, json_t **ret, st
         return 0;
 }
 
-const struct job_kind vps_backup_create_kind = {
-        .name = "vps.backup.create",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .stages = backup_stages,
-        .decode = backup_create_decode,
-        .free_params = params_free,
-        .run = backup_create_run,
-};
-const struct job_kind vps_backup_list_kind = {
-        .name = "vps.backup.list",
-        .target = PROTO_TARGET_VPS,
-        .changes = false,
-        .run = backup_list_run,
-};
-const struct job_kind vps_backup_restore_kind = {
-        .name = "vps.backup.restore",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .decode = backup_ref_decode,
-        .free_params = params_free,
-        .run = backup_restore_run,
-};
-const struct job_kind vps_backup_delete_kind = {
-        .name = "vps.backup.delete",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .decode = backup_ref_decode,
-        .free_params = params_free,
-        .run = backup_delete_run,
-};
+JOB_KIND(vps_backup_create_kind, "vps.backup.create", .target = PROTO_TARGET_VPS, .changes = true,
+         .stages = backup_stages, .decode = backup_create_decode, .free_params = params_free,
+         .run = backup_create_run);
+JOB_KIND(vps_backup_list_kind, "vps.backup.list", .target = PROTO_TARGET_VPS, .changes = false,
+         .run = backup_list_run);
+JOB_KIND(vps_backup_restore_kind, "vps.backup.restore", .target = PROTO_TARGET_VPS, .changes = true,
+         .decode = backup_ref_decode, .free_params = params_free, .run = backup_restore_run);
+JOB_KIND(vps_backup_delete_kind, "vps.backup.delete", .target = PROTO_TARGET_VPS, .changes = true,
+         .decode = backup_ref_decode, .free_params = params_free, .run = backup_delete_run);

@@ -52,14 +52,8 @@ static int power_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_
         return 0;
 }
 
-static const struct job_kind vps_power_kind = {
-        .name = "vps.power",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .decode = power_decode,
-        .free_params = power_free,
-        .run = power_run,
-};
+static JOB_KIND(vps_power_kind, "vps.power", .target = PROTO_TARGET_VPS, .changes = true, .decode = power_decode,
+                .free_params = power_free, .run = power_run);
 
 /* ---- vps.status ---- */
 
@@ -76,12 +70,7 @@ static int status_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
         return 0;
 }
 
-static const struct job_kind vps_status_kind = {
-        .name = "vps.status",
-        .target = PROTO_TARGET_VPS,
-        .changes = false,
-        .run = status_run,
-};
+static JOB_KIND(vps_status_kind, "vps.status", .target = PROTO_TARGET_VPS, .changes = false, .run = status_run);
 
 /* ---- vps.exec ---- */
 
@@ -115,14 +104,8 @@ static int exec_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_e
         return *ret ? 0 : na_error_sys(err, ENOMEM, "vps %s: exec result", j.id);
 }
 
-static const struct job_kind vps_exec_kind = {
-        .name = "vps.exec",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .decode = exec_decode,
-        .free_params = exec_free,
-        .run = exec_run,
-};
+static JOB_KIND(vps_exec_kind, "vps.exec", .target = PROTO_TARGET_VPS, .changes = true, .decode = exec_decode,
+                .free_params = exec_free, .run = exec_run);
 
 /* ---- vps.upgrade ---- */
 
@@ -159,14 +142,8 @@ static int upgrade_run(struct job_ctx *ctx, void *params, json_t **ret, struct n
         return 0;
 }
 
-static const struct job_kind vps_upgrade_kind = {
-        .name = "vps.upgrade",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .decode = upgrade_decode,
-        .free_params = upgrade_free,
-        .run = upgrade_run,
-};
+static JOB_KIND(vps_upgrade_kind, "vps.upgrade", .target = PROTO_TARGET_VPS, .changes = true, .decode = upgrade_decode,
+                .free_params = upgrade_free, .run = upgrade_run);
 
 /* ---- vps.delete ---- */
 
@@ -185,12 +162,7 @@ static int delete_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
         return 0;
 }
 
-static const struct job_kind vps_delete_kind = {
-        .name = "vps.delete",
-        .target = PROTO_TARGET_VPS,
-        .changes = true,
-        .run = delete_run,
-};
+static JOB_KIND(vps_delete_kind, "vps.delete", .target = PROTO_TARGET_VPS, .changes = true, .run = delete_run);
 
 job_kind_list vps_job_kinds = {
         &vps_create_kind,
