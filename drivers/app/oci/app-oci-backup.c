@@ -29,11 +29,6 @@
 #define STOP_GRACE_SEC 30
 #define RESTORE_DIR "volume.restore"
 
-static void path_in(const struct app *a, const char *name, char *buf, size_t len)
-{
-        snprintf(buf, len, "%s/%s", a->dir, name);
-}
-
 static int check_bid(const char *bid, struct na_error *err)
 {
         if (!bid || !proto_vps_object_id_valid(bid))
@@ -71,8 +66,8 @@ static int not_found(const char *id, const char *bid, struct na_error *err)
 static int mount_disk(struct app *a, char *disk, size_t len, struct na_error *err)
 {
         char img[4200];
-        path_in(a, "disk.img", img, sizeof(img));
-        path_in(a, "disk", disk, len);
+        app_path_in(a, "disk.img", img, sizeof(img));
+        app_path_in(a, "disk", disk, len);
         bool mounted = false;
         int r = app_volume_is_mounted(disk, &mounted, err);
         if (r >= 0 && !mounted)
@@ -139,9 +134,9 @@ static int archive_volume(struct app_conn *c, struct app *a, const struct proto_
         int r = mount_disk(a, disk, sizeof(disk), err);
         if (r < 0)
                 return r;
-        path_in(a, "disk.img", img, sizeof(img));
-        path_in(a, "backup-snapshot.img", clone, sizeof(clone));
-        path_in(a, "backup-snapshot", mnt, sizeof(mnt));
+        app_path_in(a, "disk.img", img, sizeof(img));
+        app_path_in(a, "backup-snapshot.img", clone, sizeof(clone));
+        app_path_in(a, "backup-snapshot", mnt, sizeof(mnt));
         /* What a restore cut short by the agent's death left next to the volume takes quota: gone. */
         _cleanup_close_ int dfd = open(disk, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)

@@ -3,7 +3,11 @@
  *   app-oci.c         open/close, the apps table, inventory, the table of functions
  *   app-oci-meta.c    <storage>/apps/<id>/app.json: what the node keeps of an app
  *   app-oci-deploy.c  deploy and delete
- *   app-oci-power.c   start, stop, kill; status, console, output, command
+ *   app-oci-power.c   start, stop, kill
+ *   app-oci-status.c  app.status          app-oci-command.c  app.command.set
+ *   app-oci-output.c  app.output          app-oci-console.c  live consoles, app.console.send
+ *   app-oci-files.c   the volume for the files kinds
+ *   app-oci-backup.c, app-oci-net.c, app-oci-sftp.c: backups, networks, SFTP's view
  *   app-oci-watch.c   the driver's thread: exits from monitors, asking the crash rule, resume
  *   app-oci-images.c  image.pull, image.list, image.delete
  *
@@ -15,6 +19,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -119,6 +124,12 @@ bool app_oci_sftp_enabled(const struct app *a); /* the App object's sftpEnabled:
 void app_oci_resume(struct app_conn *c);
 /* This run's end, once: app.exited and the exit fields (the stop path calls it when
  * the watcher has not yet read the monitor's X). */
+/* <app dir>/name (the app's files: app-oci-power.c says which). */
+static inline void app_path_in(const struct app *a, const char *name, char *buf, size_t len)
+{
+        snprintf(buf, len, "%s/%s", a->dir, name);
+}
+
 void app_report_exit(struct app_conn *c, struct app *a, int code, int sig, bool crash_loop);
 int app_watch_start(struct app_conn *c, struct na_error *err);
 void app_watch_stop(struct app_conn *c);

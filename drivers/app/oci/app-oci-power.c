@@ -1,6 +1,7 @@
 /*
- * Starting and stopping an app's container, and what is read of a running one:
- * status, console lines, output, its start command.
+ * Starting and stopping an app's container (app.power; the start the crash rule and
+ * a node's restart ask for). What is read of a running one is in app-oci-status.c,
+ * app-oci-output.c and app-oci-files.c; its command in app-oci-command.c.
  *
  * An app's files: <dir>/app.json, <dir>/disk.img (the hard quota: a sparse ext4
  * image, app-volume.h) mounted at <dir>/disk, holding both the volume
@@ -34,17 +35,12 @@ static void sleep_ms(long ms)
         nanosleep(&ts, NULL);
 }
 
-static void path_in(const struct app *a, const char *name, char *buf, size_t len)
-{
-        snprintf(buf, len, "%s/%s", a->dir, name);
-}
-
 int app_ensure_mounts(struct app_conn *c, struct app *a, struct na_error *err)
 {
         (void)c;
         char img[4200], disk[4200], layer[4300];
-        path_in(a, "disk.img", img, sizeof(img));
-        path_in(a, "disk", disk, sizeof(disk));
+        app_path_in(a, "disk.img", img, sizeof(img));
+        app_path_in(a, "disk", disk, sizeof(disk));
         snprintf(layer, sizeof(layer), "%s/layer", disk);
         bool mounted = false;
         int r = app_volume_is_mounted(disk, &mounted, err);
@@ -121,9 +117,9 @@ static int write_bundle(struct app_conn *c, struct app *a, const char *netns, co
                                            a->id, d->tmpl.image.name, d->tmpl.image.tag);
         }
         char rootfs[4200], volume[4200], cgroup[128], bundle[4200];
-        path_in(a, "rootfs", rootfs, sizeof(rootfs));
-        path_in(a, "disk/volume", volume, sizeof(volume));
-        path_in(a, "bundle", bundle, sizeof(bundle));
+        app_path_in(a, "rootfs", rootfs, sizeof(rootfs));
+        app_path_in(a, "disk/volume", volume, sizeof(volume));
+        app_path_in(a, "bundle", bundle, sizeof(bundle));
         snprintf(cgroup, sizeof(cgroup), "/");
         app_cgroup_path(a->id, cgroup + 1, sizeof(cgroup) - 1);
         struct app_oci_input in = {
@@ -160,9 +156,9 @@ int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct n
                 return 0; /* converging: it runs */
         char cid[64], bundle[4200];
         app_container_id(a->id, cid, sizeof(cid));
-        path_in(a, "bundle", bundle, sizeof(bundle));
+        app_path_in(a, "bundle", bundle, sizeof(bundle));
         char netns[4200], net_dir[4200], rootfs[4200];
-        path_in(a, "rootfs", rootfs, sizeof(rootfs));
+        app_path_in(a, "rootfs", rootfs, sizeof(rootfs));
         int r = app_ensure_mounts(c, a, err);
         /* Its network: registered again (an app deployed before networks came gets its
          * address now), then namespace, link, hosts files; all idempotent. */
@@ -321,210 +317,4 @@ int app_oci_power(struct app_conn *c, const char *id, enum proto_app_power_actio
         pthread_mutex_unlock(&a->st_lock);
         pthread_mutex_unlock(&a->op_lock);
         return r;
-}
-
-/* The cgroup's memory now: v1's memory controller, else v2's memory.current. */
-static int64_t memory_mb(const char *id)
-{
-        char cg[128], path[256];
-        app_cgroup_path(id, cg, sizeof(cg));
-        for (int i = 0; i < 2; i++) {
-                if (i == 0)
-                        snprintf(path, sizeof(path), "/sys/fs/cgroup/memory/%s/memory.usage_in_bytes", cg);
-                else
-                        snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/memory.current", cg);
-                _cleanup_free_ char *text = NULL;
-                struct na_error e = NA_ERROR_INIT;
-                int r = na_read_file(path, 64, &text, NULL, &e);
-                na_error_clear(&e);
-                if (r >= 0)
-                        return (int64_t)((strtoull(text, NULL, 10) + (1u << 20) - 1) >> 20);
-        }
-        return 0;
-}
-
-int app_oci_status(struct app_conn *c, const char *id, struct proto_app_status *ret, struct na_error *err)
-{
-        (void)c;
-        struct app *a = app_get(c, id, err);
-        if (!a)
-                return -ENOENT;
-        memset(ret, 0, sizeof(*ret));
-        pthread_mutex_lock(&a->st_lock);
-        ret->state = a->state;
-        ret->started_at_ms = a->started_ms;
-        ret->has_exit_code = a->has_exit && a->state != PROTO_APP_RUNNING && a->state != PROTO_APP_STARTING;
-        ret->exit_code = a->exit_code;
-        ret->restarts = a->restarts;
-        pthread_mutex_unlock(&a->st_lock);
-        if (ret->state == PROTO_APP_RUNNING || ret->state == PROTO_APP_STARTING || ret->state == PROTO_APP_STOPPING)
-                ret->memory_mb = memory_mb(a->id);
-        char disk[4200];
-        path_in(a, "disk", disk, sizeof(disk));
-        struct app_volume_usage u;
-        struct na_error e = NA_ERROR_INIT;
-        if (app_volume_usage(disk, &u, &e) == 0)
-                ret->volume_used_mb = (int64_t)u.used_mb;
-        na_error_clear(&e);
-        return 0;
-}
-
-static int strv_copy(char *const *v, char ***ret)
-{
-        *ret = NULL;
-        if (!v)
-                return 0;
-        size_t n = 0;
-        while (v[n])
-                n++;
-        char **copy = calloc(n + 1, sizeof(*copy));
-        if (!copy)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                if (!(copy[i] = strdup(v[i]))) {
-                        for (size_t j = 0; j < i; j++)
-                                free(copy[j]);
-                        free(copy);
-                        return -ENOMEM;
-                }
-        *ret = copy;
-        return 0;
-}
-
-static void strv_free(char **v)
-{
-        for (char **p = v; p && *p; p++)
-                free(*p);
-        free(v);
-}
-
-int app_oci_command_set(struct app_conn *c, const char *id, char *const *command, json_t **ret, struct na_error *err)
-{
-        struct app *a = app_get(c, id, err);
-        if (!a)
-                return -ENOENT;
-        pthread_mutex_lock(&a->op_lock);
-        char **copy = NULL;
-        int r = 0;
-        if (!a->deploy->tmpl.custom_command)
-                r = na_error_set(err, EPERM, NA_E_COMMAND_MANAGED,
-                                 "app %s: template %s decides how it starts; its command cannot be set", id,
-                                 a->deploy->tmpl.id);
-        else if (strv_copy(command, &copy) < 0)
-                r = na_error_sys(err, ENOMEM, "app %s: command", id);
-        if (r >= 0) {
-                char **old = a->command;
-                int64_t old_ms = a->updated_ms;
-                a->command = copy;
-                a->updated_ms = (int64_t)na_now_real_ms();
-                r = app_meta_save(a, err);
-                if (r < 0) { /* nothing changed */
-                        a->command = old;
-                        a->updated_ms = old_ms;
-                        strv_free(copy);
-                } else
-                        strv_free(old);
-        }
-        if (r >= 0 && !(*ret = app_record_json(a)))
-                r = na_error_sys(err, ENOMEM, "app %s", id);
-        pthread_mutex_unlock(&a->op_lock);
-        return r;
-}
-
-int app_oci_console_send(struct app_conn *c, const char *id, const char *line, struct na_error *err)
-{
-        struct app *a = app_get(c, id, err);
-        if (!a)
-                return -ENOENT;
-        if (!app_monitor_alive(a->dir, NULL)) {
-                pthread_mutex_lock(&a->st_lock);
-                const char *st = proto_app_state_name(a->state);
-                pthread_mutex_unlock(&a->st_lock);
-                na_error_set(err, EINVAL, NA_E_INVALID_STATE, "app %s: not running; a console line needs a running app",
-                             id);
-                na_error_detail(err, "state", json_string(st));
-                return -EINVAL;
-        }
-        int r = app_monitor_send_line(a->dir, line, err);
-        return r < 0 ? na_error_prefix(err, "app %s: console", id) : 0;
-}
-
-struct lines {
-        struct proto_app_line *v;
-        size_t n, cap;
-        char **texts;
-};
-
-static int collect(const struct app_ring_line *l, void *userdata)
-{
-        struct lines *ls = userdata;
-        if (ls->n == ls->cap) {
-                size_t cap = ls->cap ? ls->cap * 2 : 64;
-                struct proto_app_line *v = realloc(ls->v, cap * sizeof(*v));
-                char **t = realloc(ls->texts, cap * sizeof(*t));
-                if (v)
-                        ls->v = v;
-                if (t)
-                        ls->texts = t;
-                if (!v || !t)
-                        return -ENOMEM;
-                ls->cap = cap;
-        }
-        char *copy = malloc(l->len + 1);
-        if (!copy)
-                return -ENOMEM;
-        memcpy(copy, l->text, l->len + 1);
-        ls->texts[ls->n] = copy;
-        ls->v[ls->n++] = (struct proto_app_line){ .seq = (int64_t)l->seq, .ts_ms = l->ts_ms,
-                                                 .stream = l->stream == APP_RING_STDERR   ? PROTO_APP_STDERR
-                                                           : l->stream == APP_RING_SYSTEM ? PROTO_APP_SYSTEM
-                                                                                          : PROTO_APP_STDOUT,
-                                                 .text = copy,
-                                                 .len = l->len };
-        return 0;
-}
-
-int app_oci_output(struct app_conn *c, const char *id, int64_t since_seq, int64_t limit, json_t **ret,
-                   struct na_error *err)
-{
-        struct app *a = app_get(c, id, err);
-        if (!a)
-                return -ENOENT;
-        struct lines ls = { 0 };
-        uint64_t next = 0;
-        int r = app_ring_read(a->dir, since_seq < 0 ? 0 : (uint64_t)since_seq, (size_t)limit,
-                              since_seq < 0 ? APP_RING_TAIL : 0, collect, &ls, &next, err);
-        if (r == -ENOMEM && !na_error_is_set(err))
-                r = na_error_sys(err, ENOMEM, "app %s: output", id);
-        if (r >= 0 && !(*ret = proto_app_output_encode(ls.v, ls.n, (int64_t)next)))
-                r = na_error_sys(err, ENOMEM, "app %s: output", id);
-        for (size_t i = 0; i < ls.n; i++)
-                free(ls.texts[i]);
-        free(ls.texts);
-        free(ls.v);
-        return r < 0 ? na_error_prefix(err, "app %s: output", id) : 0;
-}
-
-
-int app_oci_files(struct app_conn *c, const char *id, struct app_fs **ret, struct na_error *err)
-{
-        struct app *a = app_get(c, id, err);
-        if (!a)
-                return -ENOENT;
-        if (!a->deploy->tmpl.file_access)
-                return na_error_set(err, EPERM, NA_E_FILE_ACCESS_DISABLED,
-                                    "app %s: template %s does not allow file access", id, a->deploy->tmpl.id);
-        pthread_mutex_lock(&a->op_lock);
-        char img[4200], disk[4200], volume[4300];
-        path_in(a, "disk.img", img, sizeof(img));
-        path_in(a, "disk", disk, sizeof(disk));
-        snprintf(volume, sizeof(volume), "%s/volume", disk);
-        bool mounted = false;
-        int r = app_volume_is_mounted(disk, &mounted, err);
-        if (r >= 0 && !mounted)
-                r = app_volume_mount(img, disk, err); /* after a node reboot, before a start */
-        pthread_mutex_unlock(&a->op_lock);
-        if (r >= 0)
-                r = app_fs_open(volume, a->uid_base, a->uid_base, ret, err);
-        return r < 0 ? na_error_prefix(err, "app %s: files", id) : 0;
 }
