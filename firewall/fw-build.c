@@ -35,12 +35,12 @@
 #define TYPE_IFNAME 41       /* nft datatype ids, for `nft list` */
 #define BYTEORDER_HOST 1
 
-#include "firewall/fw-expr.h"
+#include "nft/nft.h"
 
 /* A dispatch element: ifname (NUL-padded to IFNAMSIZ) -> jump chain. */
 static struct nftnl_set *map_elem(const char *table, const char *map, const char *ifname, const char *chain)
 {
-        struct nftnl_set *s = fw_set_new(table, map);
+        struct nftnl_set *s = nft_set_new(table, map);
         struct nftnl_set_elem *e = s ? nftnl_set_elem_alloc() : NULL;
         if (!e) {
                 if (s)
@@ -58,9 +58,9 @@ static struct nftnl_set *map_elem(const char *table, const char *map, const char
 
 /* ---- the infrastructure ---- */
 
-static int add_map(struct fw_batch *b, const char *name, struct na_error *err)
+static int add_map(struct nft_batch *b, const char *name, struct na_error *err)
 {
-        struct nftnl_set *s = fw_set_new(b->table, name);
+        struct nftnl_set *s = nft_set_new(b->table, name);
         if (s) {
                 nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
                 nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_IFNAME);
@@ -68,18 +68,18 @@ static int add_map(struct fw_batch *b, const char *name, struct na_error *err)
                 nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
                 nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, 0);
                 nftnl_set_set_u32(s, NFTNL_SET_ID, b->next_set_id++);
-                if (fw_set_udata_byteorder(s, BYTEORDER_HOST) < 0) {
+                if (nft_set_udata_byteorder(s, BYTEORDER_HOST) < 0) {
                         nftnl_set_free(s);
                         s = NULL;
                 }
         }
-        return fw_batch_add(b, FW_OP_SET_ADD, s, err, "map %s", name);
+        return nft_batch_add(b, NFT_OP_SET_ADD, s, err, "map %s", name);
 }
 
-static int add_base_chain(struct fw_batch *b, const char *name, int prio, const char *map, uint32_t meta_key,
+static int add_base_chain(struct nft_batch *b, const char *name, int prio, const char *map, uint32_t meta_key,
                           struct na_error *err)
 {
-        struct nftnl_chain *c = fw_chain_new(b->table, name);
+        struct nftnl_chain *c = nft_chain_new(b->table, name);
         if (c) {
                 nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, NF_INET_FORWARD);
                 nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
@@ -89,41 +89,41 @@ static int add_base_chain(struct fw_batch *b, const char *name, int prio, const 
                         c = NULL;
                 }
         }
-        int r = fw_batch_add(b, FW_OP_CHAIN_ADD, c, err, "chain %s", name);
+        int r = nft_batch_add(b, NFT_OP_CHAIN_ADD, c, err, "chain %s", name);
         if (r < 0)
                 return r;
-        r = fw_batch_add(b, FW_OP_CHAIN_FLUSH, fw_rule_new(b->table, name), err, "flush of chain %s", name);
+        r = nft_batch_add(b, NFT_OP_CHAIN_FLUSH, nft_rule_new(b->table, name), err, "flush of chain %s", name);
         if (r < 0)
                 return r;
 
         /* ct state established,related accept */
-        struct fw_rb rb = { .r = fw_rule_new(b->table, name) };
+        struct nft_rb rb = { .r = nft_rule_new(b->table, name) };
         if (rb.r) {
-                fw_e_ct_established(&rb);
-                fw_e_verdict(&rb, NF_ACCEPT);
+                nft_e_ct_established(&rb);
+                nft_e_verdict(&rb, NF_ACCEPT);
                 if (rb.oom) {
                         nftnl_rule_free(rb.r);
                         rb.r = NULL;
                 }
         }
-        r = fw_batch_add(b, FW_OP_RULE_ADD, rb.r, err, "chain %s: established rule", name);
+        r = nft_batch_add(b, NFT_OP_RULE_ADD, rb.r, err, "chain %s: established rule", name);
         if (r < 0)
                 return r;
 
         /* iifname/oifname vmap @map */
-        rb = (struct fw_rb){ .r = fw_rule_new(b->table, name) };
+        rb = (struct nft_rb){ .r = nft_rule_new(b->table, name) };
         if (rb.r) {
-                fw_e_meta(&rb, meta_key);
-                fw_e_lookup(&rb, map, 0, true);
+                nft_e_meta(&rb, meta_key);
+                nft_e_lookup(&rb, map, 0, true);
                 if (rb.oom) {
                         nftnl_rule_free(rb.r);
                         rb.r = NULL;
                 }
         }
-        return fw_batch_add(b, FW_OP_RULE_ADD, rb.r, err, "chain %s: dispatch rule", name);
+        return nft_batch_add(b, NFT_OP_RULE_ADD, rb.r, err, "chain %s: dispatch rule", name);
 }
 
-static void use_table(struct fw_batch *b, const char *table)
+static void use_table(struct nft_batch *b, const char *table)
 {
         if (b->table != table)
                 snprintf(b->table, sizeof(b->table), "%s", table);
@@ -147,16 +147,16 @@ static struct nftnl_table *table_new(const char *name, bool comment)
         return t;
 }
 
-int fw_build_drop_table(struct fw_batch *b, const char *table, struct na_error *err)
+int fw_build_drop_table(struct nft_batch *b, const char *table, struct na_error *err)
 {
         use_table(b, table);
-        return fw_batch_add(b, FW_OP_TABLE_DEL, table_new(table, false), err, "deletion of table inet %s", table);
+        return nft_batch_add(b, NFT_OP_TABLE_DEL, table_new(table, false), err, "deletion of table inet %s", table);
 }
 
-int fw_build_infra(struct fw_batch *b, const char *table, struct na_error *err)
+int fw_build_infra(struct nft_batch *b, const char *table, struct na_error *err)
 {
         use_table(b, table);
-        int r = fw_batch_add(b, FW_OP_TABLE_ADD, table_new(table, true), err, "table inet %s", b->table);
+        int r = nft_batch_add(b, NFT_OP_TABLE_ADD, table_new(table, true), err, "table inet %s", b->table);
         if (r < 0)
                 return r;
         if ((r = add_map(b, FW_MAP_OUT, err)) < 0 || (r = add_map(b, FW_MAP_IN, err)) < 0)
@@ -172,20 +172,20 @@ int fw_build_infra(struct fw_batch *b, const char *table, struct na_error *err)
 static const uint8_t addr_offsets[2][2] = { { 12, 16 }, { 8, 24 } }; /* [v4|v6][source|destination] */
 
 /* As nft: a byte-aligned prefix loads just its bytes; any other loads the whole address and masks it. */
-static void match_addr(struct fw_rb *rb, const struct fw_addr *a, int which)
+static void match_addr(struct nft_rb *rb, const struct fw_addr *a, int which)
 {
         if (!a->family || a->prefix == 0)
                 return;
         uint32_t alen = a->family == AF_INET ? 4 : 16;
         uint32_t nbytes = a->prefix % 8 ? alen : a->prefix / 8u;
-        fw_e_payload(rb, NFT_PAYLOAD_NETWORK_HEADER, addr_offsets[a->family == AF_INET6][which], nbytes);
+        nft_e_payload(rb, NFT_PAYLOAD_NETWORK_HEADER, addr_offsets[a->family == AF_INET6][which], nbytes);
         if (a->prefix % 8) {
                 uint8_t mask[16] = { 0 };
                 memset(mask, 0xff, a->prefix / 8u);
                 mask[a->prefix / 8u] = (uint8_t)(0xff << (8 - a->prefix % 8));
-                fw_e_bitwise(rb, mask, nbytes);
+                nft_e_bitwise(rb, mask, nbytes);
         }
-        fw_e_cmp(rb, NFT_CMP_EQ, a->bytes, nbytes);
+        nft_e_cmp(rb, NFT_CMP_EQ, a->bytes, nbytes);
 }
 
 static int rule_udata(struct nftnl_rule *r, const struct fw_meta *m, const char *comment, size_t comment_len)
@@ -211,40 +211,40 @@ static int rule_udata(struct nftnl_rule *r, const struct fw_meta *m, const char 
 }
 
 /* One kernel rule of a configuration rule: for a port list, the one for port. */
-static int add_kernel_rule(struct fw_batch *b, const char *chain, const struct fw_rule *fr, int port, uint16_t position,
+static int add_kernel_rule(struct nft_batch *b, const char *chain, const struct fw_rule *fr, int port, uint16_t position,
                            const char *what, struct na_error *err)
 {
-        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = fw_rule_new(b->table, chain);
+        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = nft_rule_new(b->table, chain);
         if (!nr)
                 return na_error_sys(err, ENOMEM, "firewall: %s", what);
-        struct fw_rb rb = { .r = nr };
+        struct nft_rb rb = { .r = nr };
         uint8_t family = fr->source.family ? fr->source.family : fr->destination.family;
         if (family) {
-                fw_e_meta(&rb, NFT_META_NFPROTO);
-                fw_e_cmp_u8(&rb, family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6);
+                nft_e_meta(&rb, NFT_META_NFPROTO);
+                nft_e_cmp_u8(&rb, family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6);
         }
         match_addr(&rb, &fr->source, 0);
         match_addr(&rb, &fr->destination, 1);
         static const uint8_t l4[] = { [FW_PROTO_TCP] = IPPROTO_TCP, [FW_PROTO_UDP] = IPPROTO_UDP,
                                       [FW_PROTO_ICMP] = IPPROTO_ICMP, [FW_PROTO_ICMPV6] = IPPROTO_ICMPV6 };
         if (fr->protocol != FW_PROTO_ALL) {
-                fw_e_meta(&rb, NFT_META_L4PROTO);
-                fw_e_cmp_u8(&rb, l4[fr->protocol]);
+                nft_e_meta(&rb, NFT_META_L4PROTO);
+                nft_e_cmp_u8(&rb, l4[fr->protocol]);
         }
         uint16_t lo = htons(port >= 0 ? (uint16_t)port : fr->port.v[0]), hi = htons(fr->port.v[1]);
         if (fr->port.kind != FW_PORT_ANY)
-                fw_e_payload(&rb, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+                nft_e_payload(&rb, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
         if (fr->port.kind == FW_PORT_RANGE) {
-                fw_e_cmp(&rb, NFT_CMP_GTE, &lo, 2);
-                fw_e_cmp(&rb, NFT_CMP_LTE, &hi, 2);
+                nft_e_cmp(&rb, NFT_CMP_GTE, &lo, 2);
+                nft_e_cmp(&rb, NFT_CMP_LTE, &hi, 2);
         } else if (fr->port.kind != FW_PORT_ANY)
-                fw_e_cmp(&rb, NFT_CMP_EQ, &lo, 2);
-        fw_e_counter(&rb);
+                nft_e_cmp(&rb, NFT_CMP_EQ, &lo, 2);
+        nft_e_counter(&rb);
         if (fr->enabled) {
                 if (fr->action == FW_ACTION_REJECT)
-                        fw_e_reject(&rb, fr->protocol == FW_PROTO_TCP);
+                        nft_e_reject(&rb, fr->protocol == FW_PROTO_TCP);
                 else
-                        fw_e_verdict(&rb, fr->action == FW_ACTION_ALLOW ? NF_ACCEPT : NF_DROP);
+                        nft_e_verdict(&rb, fr->action == FW_ACTION_ALLOW ? NF_ACCEPT : NF_DROP);
         }
         size_t head = fw_comment_head_len(fr->comment);
         struct fw_meta m = { .kind = FW_META_RULE, .action = fr->action, .id = fr->id, .position = position };
@@ -252,10 +252,10 @@ static int add_kernel_rule(struct fw_batch *b, const char *chain, const struct f
                             (fr->port.kind == FW_PORT_LIST ? FW_META_LIST : 0));
         if (rb.oom || rule_udata(nr, &m, fr->comment, head) < 0)
                 return na_error_sys(err, ENOMEM, "firewall: %s", what);
-        return fw_batch_add(b, FW_OP_RULE_ADD, TAKE_PTR(nr), err, "%s", what);
+        return nft_batch_add(b, NFT_OP_RULE_ADD, TAKE_PTR(nr), err, "%s", what);
 }
 
-static int add_rule(struct fw_batch *b, const char *ifname, const struct fw_rule *fr, uint16_t position,
+static int add_rule(struct nft_batch *b, const char *ifname, const struct fw_rule *fr, uint16_t position,
                     struct na_error *err)
 {
         char chain[FW_NAME_MAX], what[96];
@@ -273,47 +273,47 @@ static int add_rule(struct fw_batch *b, const char *ifname, const struct fw_rule
         if (!fr->comment[head])
                 return 0;
         /* the comment's end: a rule without expressions right after (nft shows it as a lone comment) */
-        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = fw_rule_new(b->table, chain);
+        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = nft_rule_new(b->table, chain);
         struct fw_meta m = { .kind = FW_META_TAIL, .action = fr->action, .id = fr->id, .position = position };
         if (!nr || rule_udata(nr, &m, fr->comment + head, strlen(fr->comment + head)) < 0)
                 return na_error_sys(err, ENOMEM, "firewall: %s", what);
-        return fw_batch_add(b, FW_OP_RULE_ADD, TAKE_PTR(nr), err, "%s: end of its comment", what);
+        return nft_batch_add(b, NFT_OP_RULE_ADD, TAKE_PTR(nr), err, "%s: end of its comment", what);
 }
 
-static int add_policy(struct fw_batch *b, const char *ifname, enum fw_direction dir, enum fw_action policy,
+static int add_policy(struct nft_batch *b, const char *ifname, enum fw_direction dir, enum fw_action policy,
                       struct na_error *err)
 {
         char chain[FW_NAME_MAX];
         fw_chain_name(ifname, dir, chain);
-        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = fw_rule_new(b->table, chain);
+        _cleanup_(nftnl_rule_freep) struct nftnl_rule *nr = nft_rule_new(b->table, chain);
         if (!nr)
                 return na_error_sys(err, ENOMEM, "firewall: %s policy", proto_fw_directions[dir]);
-        struct fw_rb rb = { .r = nr };
-        fw_e_counter(&rb);
+        struct nft_rb rb = { .r = nr };
+        nft_e_counter(&rb);
         if (policy == FW_ACTION_REJECT)
-                fw_e_reject(&rb, false);
+                nft_e_reject(&rb, false);
         else
-                fw_e_verdict(&rb, policy == FW_ACTION_ALLOW ? NF_ACCEPT : NF_DROP);
+                nft_e_verdict(&rb, policy == FW_ACTION_ALLOW ? NF_ACCEPT : NF_DROP);
         struct fw_meta m = { .kind = FW_META_POLICY, .flags = FW_META_ENABLED, .action = policy };
         if (rb.oom || rule_udata(nr, &m, "", 0) < 0)
                 return na_error_sys(err, ENOMEM, "firewall: %s policy", proto_fw_directions[dir]);
-        return fw_batch_add(b, FW_OP_RULE_ADD, TAKE_PTR(nr), err, "%s policy", proto_fw_directions[dir]);
+        return nft_batch_add(b, NFT_OP_RULE_ADD, TAKE_PTR(nr), err, "%s policy", proto_fw_directions[dir]);
 }
 
-static int add_elems(struct fw_batch *b, const char *ifname, bool add_only, struct na_error *err)
+static int add_elems(struct nft_batch *b, const char *ifname, bool add_only, struct na_error *err)
 {
         static const char *const maps[2] = { FW_MAP_IN, FW_MAP_OUT };
         for (int dir = FW_INBOUND; dir <= FW_OUTBOUND; dir++) {
                 char chain[FW_NAME_MAX];
                 fw_chain_name(ifname, (enum fw_direction)dir, chain);
-                int r = fw_batch_add(b, FW_OP_ELEM_ADD, map_elem(b->table, maps[dir], ifname, chain), err,
+                int r = nft_batch_add(b, NFT_OP_ELEM_ADD, map_elem(b->table, maps[dir], ifname, chain), err,
                                      "element %s of map %s", ifname, maps[dir]);
                 if (r < 0)
                         return r;
                 if (add_only)
                         continue;
                 /* added then deleted: deletes it whether or not it was there */
-                r = fw_batch_add(b, FW_OP_ELEM_DEL, map_elem(b->table, maps[dir], ifname, chain), err,
+                r = nft_batch_add(b, NFT_OP_ELEM_DEL, map_elem(b->table, maps[dir], ifname, chain), err,
                                  "deletion of element %s of map %s", ifname, maps[dir]);
                 if (r < 0)
                         return r;
@@ -332,27 +332,27 @@ static int chain_comment(struct nftnl_chain *c, const char *vps_id)
 }
 
 /* Create the server's chains when missing (with the full id as comment) and empty them. */
-static int add_server_chains(struct fw_batch *b, const char *ifname, const char *vps_id, struct na_error *err)
+static int add_server_chains(struct nft_batch *b, const char *ifname, const char *vps_id, struct na_error *err)
 {
         for (int dir = FW_INBOUND; dir <= FW_OUTBOUND; dir++) {
                 char chain[FW_NAME_MAX];
                 fw_chain_name(ifname, (enum fw_direction)dir, chain);
-                struct nftnl_chain *c = fw_chain_new(b->table, chain);
+                struct nftnl_chain *c = nft_chain_new(b->table, chain);
                 if (c && vps_id && chain_comment(c, vps_id) < 0) {
                         nftnl_chain_free(c);
                         c = NULL;
                 }
-                int r = fw_batch_add(b, FW_OP_CHAIN_ADD, c, err, "chain %s", chain);
+                int r = nft_batch_add(b, NFT_OP_CHAIN_ADD, c, err, "chain %s", chain);
                 if (r < 0)
                         return r;
-                r = fw_batch_add(b, FW_OP_CHAIN_FLUSH, fw_rule_new(b->table, chain), err, "flush of chain %s", chain);
+                r = nft_batch_add(b, NFT_OP_CHAIN_FLUSH, nft_rule_new(b->table, chain), err, "flush of chain %s", chain);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-int fw_build_server(struct fw_batch *b, const char *table, const char *vps_id, const struct fw_config *cfg,
+int fw_build_server(struct nft_batch *b, const char *table, const char *vps_id, const struct fw_config *cfg,
                     struct na_error *err)
 {
         char ifname[NA_IFNAME_LEN];
@@ -361,7 +361,7 @@ int fw_build_server(struct fw_batch *b, const char *table, const char *vps_id, c
         return fw_build_server_if(b, table, ifname, vps_id, cfg, err);
 }
 
-int fw_build_server_if(struct fw_batch *b, const char *table, const char *ifname, const char *vps_id,
+int fw_build_server_if(struct nft_batch *b, const char *table, const char *ifname, const char *vps_id,
                        const struct fw_config *cfg, struct na_error *err)
 {
         use_table(b, table);
@@ -382,7 +382,7 @@ int fw_build_server_if(struct fw_batch *b, const char *table, const char *ifname
         return add_elems(b, ifname, cfg->enabled, err);
 }
 
-int fw_build_remove(struct fw_batch *b, const char *table, const char *ifname, struct na_error *err)
+int fw_build_remove(struct nft_batch *b, const char *table, const char *ifname, struct na_error *err)
 {
         char name[FW_NAME_MAX];
         use_table(b, table);
@@ -393,7 +393,7 @@ int fw_build_remove(struct fw_batch *b, const char *table, const char *ifname, s
                 return r;
         for (int dir = FW_INBOUND; dir <= FW_OUTBOUND; dir++) {
                 fw_chain_name(ifname, (enum fw_direction)dir, name);
-                r = fw_batch_add(b, FW_OP_CHAIN_DEL, fw_chain_new(b->table, name), err, "deletion of chain %s", name);
+                r = nft_batch_add(b, NFT_OP_CHAIN_DEL, nft_chain_new(b->table, name), err, "deletion of chain %s", name);
                 if (r < 0)
                         return r;
         }

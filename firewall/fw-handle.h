@@ -13,7 +13,7 @@
 
 struct fw {
         pthread_mutex_t lock;
-        struct fw_nl nl;
+        struct nft_nl nl;
         char prefix[FW_PREFIX_MAX + 1]; /* [firewall] table: the shard tables are "<prefix>-NN" */
         unsigned shards;
         char *dir;                      /* <state_dir>/firewall, or NULL */
@@ -38,12 +38,12 @@ int fw_state_load_or_none(const struct fw *fw, const char *vps_id, struct fw_con
                           char *problem, size_t len);
 /* Store cfg; raw (optional): the server's operations for table, kept beside it for the start. */
 int fw_state_save(const struct fw *fw, const char *vps_id, const struct fw_config *cfg, uint32_t next_id,
-                  const char *table, const struct fw_raw *raw, struct na_error *err);
+                  const char *table, const struct nft_raw *raw, struct na_error *err);
 /*
  * The operations kept beside the stored configuration, when they were made from
  * exactly the .json there and for table: 0, -ENOENT (none) or -ESTALE (not usable).
  */
-int fw_state_load_raw(const struct fw *fw, const char *vps_id, const char *table, struct fw_raw **ret);
+int fw_state_load_raw(const struct fw *fw, const char *vps_id, const char *table, struct nft_raw **ret);
 int fw_state_delete(const struct fw *fw, const char *vps_id, struct na_error *err);
 /* The ids of every stored configuration (lower case). */
 int fw_state_list(const struct fw *fw, char ***ret, size_t *ret_n, struct na_error *err);

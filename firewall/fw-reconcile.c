@@ -33,7 +33,7 @@ struct item {
         bool loaded;                     /* cfg holds the stored configuration */
         bool done, failed;
         struct fw_config cfg;
-        struct fw_raw *raw;              /* or: its operations as stored beside it (fw-state.c) */
+        struct nft_raw *raw;              /* or: its operations as stored beside it (fw-state.c) */
         struct na_error unreadable;      /* the stored configuration could not be read */
 };
 
@@ -53,8 +53,8 @@ static void plan_clear(struct plan *p)
                 na_error_clear(&p->v[i].unreadable);
         }
         free(p->v);
-        fw_strv_free(p->chains, p->n_chains);
-        fw_strv_free(p->chain_tables, p->n_chains);
+        nft_strv_free(p->chains, p->n_chains);
+        nft_strv_free(p->chain_tables, p->n_chains);
         memset(p, 0, sizeof(*p));
 }
 
@@ -114,7 +114,7 @@ static int make_plan(struct fw *fw, const char *const *known, struct plan *p, st
         int r = fw_state_list(fw, &ids, &n_ids, err);
         if (r < 0)
                 return r;
-        r = fw_nl_chain_names(&fw->nl, NULL, &p->chains, &p->chain_tables, &p->n_chains, err);
+        r = nft_nl_chain_names(&fw->nl, NULL, &p->chains, &p->chain_tables, &p->n_chains, err);
         for (size_t i = 0; r >= 0 && i < n_ids; i++) {
                 struct item *it = plan_add(p, err);
                 if (!it) {
@@ -126,7 +126,7 @@ static int make_plan(struct fw *fw, const char *const *known, struct plan *p, st
                 na_vps_ifname(it->vps_id, it->ifname);
                 fw_own_table(fw, it->ifname, it->table);
         }
-        fw_strv_free(ids, n_ids);
+        nft_strv_free(ids, n_ids);
         for (size_t i = 0; r >= 0 && i < p->n_chains; i++) {
                 char ifname[NA_IFNAME_LEN];
                 enum fw_direction dir;
@@ -210,11 +210,11 @@ static bool item_load(const struct fw *fw, struct item *it, bool raw_ok)
         return true;
 }
 
-static int build_item(struct item *it, struct fw_batch *b, struct na_error *err)
+static int build_item(struct item *it, struct nft_batch *b, struct na_error *err)
 {
         if (it->raw) {
                 snprintf(b->table, sizeof(b->table), "%s", it->table);
-                return fw_batch_add(b, FW_OP_RAW, TAKE_PTR(it->raw), err, "vps %s (its operations as stored)",
+                return nft_batch_add(b, NFT_OP_RAW, TAKE_PTR(it->raw), err, "vps %s (its operations as stored)",
                                     it->vps_id);
         }
         return it->apply ? fw_build_server_if(b, it->table, it->ifname, it->vps_id[0] ? it->vps_id : NULL, &it->cfg, err)
@@ -230,7 +230,7 @@ static unsigned item_shard(const struct fw *fw, const struct item *it)
 }
 
 /* One shard's batch (its table re-asserted and its servers). */
-static int build_shard(struct fw *fw, struct plan *p, unsigned shard, struct fw_batch *b, struct na_error *err)
+static int build_shard(struct fw *fw, struct plan *p, unsigned shard, struct nft_batch *b, struct na_error *err)
 {
         char table[FW_TABLE_NAME_MAX];
         fw_shard_table(fw->prefix, shard, table);
@@ -247,8 +247,8 @@ static int build_shard(struct fw *fw, struct plan *p, unsigned shard, struct fw_
 /* A server alone: its shard's infrastructure, itself, and its removal from the old tables. */
 static int apply_item(struct fw *fw, struct plan *p, struct item *it, struct na_error *err)
 {
-        struct fw_batch b;
-        fw_batch_init(&b, it->table);
+        struct nft_batch b;
+        nft_batch_init(&b, it->table);
         int r = fw_build_infra(&b, it->table, err);
         if (r >= 0)
                 r = build_item(it, &b, err);
@@ -262,8 +262,8 @@ static int apply_item(struct fw *fw, struct plan *p, struct item *it, struct na_
                         r = fw_build_remove(&b, t, ifname, err);
         }
         if (r >= 0)
-                r = fw_nl_apply(&fw->nl, &b, err);
-        fw_batch_clear(&b);
+                r = nft_nl_apply(&fw->nl, &b, err);
+        nft_batch_clear(&b);
         return r;
 }
 
@@ -304,17 +304,17 @@ static void mark_done(struct fw *fw, struct plan *p, int shard)
 
 static size_t migrate(struct fw *fw, struct plan *p, struct na_error *first)
 {
-        struct fw_batch b;
+        struct nft_batch b;
         struct na_error e = NA_ERROR_INIT;
-        fw_batch_init(&b, fw->prefix);
+        nft_batch_init(&b, fw->prefix);
         int r = 0;
         for (unsigned s = 0; r >= 0 && s < fw->shards; s++)
                 r = build_shard(fw, p, s, &b, &e);
         for (size_t i = 0; r >= 0 && i < fw->n_stale; i++)
                 r = fw_build_drop_table(&b, fw->stale[i], &e);
         if (r >= 0)
-                r = fw_nl_apply(&fw->nl, &b, &e);
-        fw_batch_clear(&b);
+                r = nft_nl_apply(&fw->nl, &b, &e);
+        nft_batch_clear(&b);
         na_error_clear(&e);
         if (r >= 0) {
                 mark_done(fw, p, -1);
@@ -324,13 +324,13 @@ static size_t migrate(struct fw *fw, struct plan *p, struct na_error *first)
         mark_done(fw, p, -1);
         if (!failed) {
                 /* every server moved: the old tables hold nothing in force any more */
-                fw_batch_init(&b, fw->prefix);
+                nft_batch_init(&b, fw->prefix);
                 r = 0;
                 for (size_t i = 0; r >= 0 && i < fw->n_stale; i++)
                         r = fw_build_drop_table(&b, fw->stale[i], first);
                 if (r >= 0)
-                        r = fw_nl_apply(&fw->nl, &b, first);
-                fw_batch_clear(&b);
+                        r = nft_nl_apply(&fw->nl, &b, first);
+                nft_batch_clear(&b);
                 if (r < 0)
                         failed++;
         }
@@ -340,7 +340,7 @@ static size_t migrate(struct fw *fw, struct plan *p, struct na_error *first)
 /* ---- without: one batch per shard, built while the kernel commits the one before ---- */
 
 struct shard_job {
-        struct fw_batch b;
+        struct nft_batch b;
         char *wire;
         size_t len;
         uint32_t seq;
@@ -378,7 +378,7 @@ static void job_wait(struct pipeline *pl, const bool *flag)
 
 static void job_free(struct shard_job *j)
 {
-        fw_batch_clear(&j->b);
+        nft_batch_clear(&j->b);
         free(j->wire);
         j->wire = NULL;
 }
@@ -401,10 +401,10 @@ static void *builder(void *arg)
                         break;
                 char table[FW_TABLE_NAME_MAX];
                 fw_shard_table(pl->fw->prefix, built, table);
-                fw_batch_init(&j->b, table);
+                nft_batch_init(&j->b, table);
                 j->r = build_shard(pl->fw, pl->p, built, &j->b, &j->err);
                 if (j->r >= 0)
-                        j->r = fw_batch_serialize(&j->b, j->seq, &j->wire, &j->len, &j->err);
+                        j->r = nft_batch_serialize(&j->b, j->seq, &j->wire, &j->len, &j->err);
                 job_signal(pl, &j->ready);
         }
         /* the last one is freed after the join: the committer does not wait for this thread to wake up */
@@ -435,10 +435,10 @@ static size_t per_shard(struct fw *fw, struct plan *p, struct na_error *first, i
                 struct shard_job *j = &pl.jobs[s];
                 if (!threaded) {
                         /* no thread: the same work, one shard after the other */
-                        fw_batch_init(&j->b, "");
+                        nft_batch_init(&j->b, "");
                         j->r = build_shard(fw, p, s, &j->b, &j->err);
                         if (j->r >= 0)
-                                j->r = fw_batch_serialize(&j->b, j->seq, &j->wire, &j->len, &j->err);
+                                j->r = nft_batch_serialize(&j->b, j->seq, &j->wire, &j->len, &j->err);
                 } else
                         job_wait(&pl, &j->ready);
                 int r = j->r;
@@ -455,7 +455,7 @@ static size_t per_shard(struct fw *fw, struct plan *p, struct na_error *first, i
                         break;
                 }
                 struct na_error e = NA_ERROR_INIT;
-                r = fw_nl_send(&fw->nl, &j->b, j->wire, j->len, j->seq, &e);
+                r = nft_nl_send(&fw->nl, &j->b, j->wire, j->len, j->seq, &e);
                 na_error_clear(&e);
                 if (r < 0)
                         failed += apply_one_by_one(fw, p, (int)s, first);
@@ -494,7 +494,7 @@ static int reconcile_locked(struct fw *fw, const char *const *known, struct fw_r
         if (fw->n_stale || p.misplaced) {
                 failed = migrate(fw, &p, &first);
                 if (!failed) {
-                        fw_strv_free(fw->stale, fw->n_stale);
+                        nft_strv_free(fw->stale, fw->n_stale);
                         fw->stale = NULL;
                         fw->n_stale = 0;
                 }

@@ -104,7 +104,7 @@ int fw_state_load_or_none(const struct fw *fw, const char *vps_id, struct fw_con
 
 /* The cache beside the .json (see the top): best effort, a failure only costs the start some time. */
 static void wire_save(const struct fw *fw, const char *vps_id, const char *json, const char *table,
-                      const struct fw_raw *raw)
+                      const struct nft_raw *raw)
 {
         char path[4096], tmp[4100];
         if (state_path_ext(fw, vps_id, ".nl", path, sizeof(path)) < 0)
@@ -126,7 +126,7 @@ static void wire_save(const struct fw *fw, const char *vps_id, const char *json,
 }
 
 int fw_state_save(const struct fw *fw, const char *vps_id, const struct fw_config *cfg, uint32_t next_id,
-                  const char *table, const struct fw_raw *raw, struct na_error *err)
+                  const char *table, const struct nft_raw *raw, struct na_error *err)
 {
         if (!fw->dir)
                 return 0;
@@ -146,7 +146,7 @@ int fw_state_save(const struct fw *fw, const char *vps_id, const struct fw_confi
         return r;
 }
 
-int fw_state_load_raw(const struct fw *fw, const char *vps_id, const char *table, struct fw_raw **ret)
+int fw_state_load_raw(const struct fw *fw, const char *vps_id, const char *table, struct nft_raw **ret)
 {
         char path[4096];
         _cleanup_free_ char *json = NULL, *wire = NULL;
@@ -168,7 +168,7 @@ int fw_state_load_raw(const struct fw *fw, const char *vps_id, const char *table
             h.json_crc != na_crc32c(0, json, json_len) || h.len != wire_len - sizeof(h) ||
             h.crc != na_crc32c(0, wire + sizeof(h), h.len))
                 return -ESTALE;
-        struct fw_raw *raw = malloc(sizeof(*raw) + h.len);
+        struct nft_raw *raw = malloc(sizeof(*raw) + h.len);
         if (!raw)
                 return -ENOMEM;
         raw->len = h.len;
@@ -233,7 +233,7 @@ int fw_state_list(const struct fw *fw, char ***ret, size_t *ret_n, struct na_err
         }
         closedir(d);
         if (r < 0) {
-                fw_strv_free(ids, n);
+                nft_strv_free(ids, n);
                 return r;
         }
         *ret = ids;

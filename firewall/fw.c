@@ -170,10 +170,10 @@ int fw_find_stale(struct fw *fw, struct na_error *err)
 {
         char **tables = NULL;
         size_t n = 0;
-        int r = fw_nl_table_names(&fw->nl, &tables, &n, err);
+        int r = nft_nl_table_names(&fw->nl, &tables, &n, err);
         if (r < 0)
                 return r;
-        fw_strv_free(fw->stale, fw->n_stale);
+        nft_strv_free(fw->stale, fw->n_stale);
         fw->stale = NULL;
         fw->n_stale = 0;
         for (size_t i = 0; i < n; i++) {
@@ -181,13 +181,13 @@ int fw_find_stale(struct fw *fw, struct na_error *err)
                         continue;
                 char **v = realloc(fw->stale, (fw->n_stale + 1) * sizeof(*v));
                 if (!v) {
-                        fw_strv_free(tables, n);
+                        nft_strv_free(tables, n);
                         return na_error_sys(err, ENOMEM, "firewall: tables");
                 }
                 fw->stale = v;
                 fw->stale[fw->n_stale++] = TAKE_PTR(tables[i]);
         }
-        fw_strv_free(tables, n);
+        nft_strv_free(tables, n);
         return 0;
 }
 
@@ -216,7 +216,7 @@ int fw_open(const struct fw_options *opt, struct fw **ret, struct na_error *err)
                         return na_error_prefix(err, "firewall");
                 }
         }
-        int r = fw_nl_open(&fw->nl, opt ? opt->netns_fd : -1, err);
+        int r = nft_nl_open(&fw->nl, opt ? opt->netns_fd : -1, err);
         if (r >= 0) {
                 /* tables of an earlier layout: unreadable now, fw_reconcile looks again (and says why) */
                 struct na_error e = NA_ERROR_INIT;
@@ -236,9 +236,9 @@ void fw_close(struct fw *fw)
 {
         if (!fw)
                 return;
-        fw_nl_close(&fw->nl);
+        nft_nl_close(&fw->nl);
         pthread_mutex_destroy(&fw->lock);
-        fw_strv_free(fw->stale, fw->n_stale);
+        nft_strv_free(fw->stale, fw->n_stale);
         free(fw->dir);
         free(fw);
 }
@@ -248,7 +248,7 @@ void fw_close(struct fw *fw)
 int fw_read_live(struct fw *fw, const char *table, const char *ifname, bool full, uint32_t id_floor,
                  struct fw_live *live, struct na_error *err)
 {
-        struct fw_rule_list rules[2] = { 0 };
+        struct nft_rule_list rules[2] = { 0 };
         struct fw_nl_fetch_ctx ctx = { .nl = &fw->nl, .table = table };
         struct fw_fetch fetch = { 0 };
         int r = 0;
@@ -257,7 +257,7 @@ int fw_read_live(struct fw *fw, const char *table, const char *ifname, bool full
         for (int dir = FW_INBOUND; dir <= FW_OUTBOUND; dir++) {
                 char chain[FW_NAME_MAX];
                 fw_chain_name(ifname, (enum fw_direction)dir, chain);
-                r = fw_nl_chain_rules(&fw->nl, table, chain, &rules[dir], err);
+                r = nft_nl_chain_rules(&fw->nl, table, chain, &rules[dir], err);
                 live->chain[dir] = r == 0;
                 if (r == -ENOENT)
                         r = 0;
@@ -268,7 +268,7 @@ int fw_read_live(struct fw *fw, const char *table, const char *ifname, bool full
                 static const char *const maps[2] = { FW_MAP_IN, FW_MAP_OUT };
                 char target[FW_NAME_MAX], want[FW_NAME_MAX];
                 for (int dir = FW_INBOUND; dir <= FW_OUTBOUND; dir++) {
-                        r = fw_nl_map_has(&fw->nl, table, maps[dir], ifname, &live->elem[dir], target, err);
+                        r = nft_nl_map_has(&fw->nl, table, maps[dir], ifname, &live->elem[dir], target, err);
                         if (r < 0)
                                 goto out;
                         fw_chain_name(ifname, (enum fw_direction)dir, want);
@@ -286,8 +286,8 @@ int fw_read_live(struct fw *fw, const char *table, const char *ifname, bool full
         }
         r = fw_parse_server(rules[0].v, rules[0].n, rules[1].v, rules[1].n, &fetch, live, err);
 out:
-        fw_rule_list_clear(&rules[0]);
-        fw_rule_list_clear(&rules[1]);
+        nft_rule_list_clear(&rules[0]);
+        nft_rule_list_clear(&rules[1]);
         return r;
 }
 
@@ -315,14 +315,14 @@ static int read_server(struct fw *fw, const char *ifname, bool full, uint32_t id
 }
 
 /* While stale tables exist: take the server out of them in the same batch. */
-static int build_unstale(struct fw *fw, struct fw_batch *b, const char *ifname, struct na_error *err)
+static int build_unstale(struct fw *fw, struct nft_batch *b, const char *ifname, struct na_error *err)
 {
         for (size_t i = 0; i < fw->n_stale; i++) {
-                struct fw_rule_list probe = { 0 };
+                struct nft_rule_list probe = { 0 };
                 char chain[FW_NAME_MAX];
                 fw_chain_name(ifname, FW_INBOUND, chain);
-                int r = fw_nl_chain_rules(&fw->nl, fw->stale[i], chain, &probe, err);
-                fw_rule_list_clear(&probe);
+                int r = nft_nl_chain_rules(&fw->nl, fw->stale[i], chain, &probe, err);
+                nft_rule_list_clear(&probe);
                 if (r == -ENOENT)
                         continue;
                 if (r < 0 || (r = fw_build_remove(b, fw->stale[i], ifname, err)) < 0)
@@ -346,15 +346,15 @@ static int set_locked(struct fw *fw, const char *vps_id, const char *ifname, con
 {
         struct fw_config work, stored;
         struct fw_live live;
-        struct fw_batch b;
+        struct nft_batch b;
         uint32_t next_id = 1;
         char table[FW_TABLE_NAME_MAX];
-        _cleanup_free_ struct fw_raw *raw = NULL;
+        _cleanup_free_ struct nft_raw *raw = NULL;
         _cleanup_na_error_ struct na_error cache_err = NA_ERROR_INIT;
         size_t from = 0, to = 0;
         fw_own_table(fw, ifname, table);
         fw_live_init(&live);
-        fw_batch_init(&b, table);
+        nft_batch_init(&b, table);
         proto_fw_init(&stored);
         int r = proto_fw_copy(&work, cfg, err);
         if (r < 0)
@@ -386,10 +386,10 @@ static int set_locked(struct fw *fw, const char *vps_id, const char *ifname, con
         if ((r = fw_build_server(&b, table, vps_id, &work, err)) < 0)
                 goto out;
         to = b.n;
-        if ((r = build_unstale(fw, &b, ifname, err)) < 0 || (r = fw_nl_apply(&fw->nl, &b, err)) < 0)
+        if ((r = build_unstale(fw, &b, ifname, err)) < 0 || (r = nft_nl_apply(&fw->nl, &b, err)) < 0)
                 goto out;
         /* the server's operations, kept beside its configuration for the start (none: it decodes the JSON) */
-        if (fw->dir && fw_batch_encode_range(&b, from, to, &raw, &cache_err) < 0)
+        if (fw->dir && nft_batch_encode_range(&b, from, to, &raw, &cache_err) < 0)
                 raw = NULL;
         if ((r = fw_state_save(fw, vps_id, &work, next_id, table, raw, err)) < 0) {
                 na_error_prefix(err, "the kernel took the new rules but they could not be stored");
@@ -404,7 +404,7 @@ static int set_locked(struct fw *fw, const char *vps_id, const char *ifname, con
         }
         r = 0;
 out:
-        fw_batch_clear(&b);
+        nft_batch_clear(&b);
         fw_live_clear(&live);
         proto_fw_clear(&work);
         proto_fw_clear(&stored);
@@ -509,20 +509,20 @@ int fw_get(struct fw *fw, const char *vps_id, struct fw_config *ret, struct na_e
 static int remove_locked(struct fw *fw, const char *vps_id, const char *ifname, struct na_error *err)
 {
         struct fw_live live;
-        struct fw_batch b;
+        struct nft_batch b;
         char table[FW_TABLE_NAME_MAX];
         fw_own_table(fw, ifname, table);
-        fw_batch_init(&b, table);
+        nft_batch_init(&b, table);
         int r = fw_read_live(fw, table, ifname, false, 0, &live, err);
         if (r >= 0 && (live.chain[0] || live.chain[1]) && (r = fw_build_infra(&b, table, err)) >= 0)
                 r = fw_build_remove(&b, table, ifname, err);
         if (r >= 0)
                 r = build_unstale(fw, &b, ifname, err);
         if (r >= 0)
-                r = fw_nl_apply(&fw->nl, &b, err);
+                r = nft_nl_apply(&fw->nl, &b, err);
         if (r >= 0)
                 r = fw_state_delete(fw, vps_id, err);
-        fw_batch_clear(&b);
+        nft_batch_clear(&b);
         fw_live_clear(&live);
         return r;
 }
@@ -543,12 +543,12 @@ int fw_render_set(const char *table, const char *vps_id, const struct fw_config 
                   struct na_error *err)
 {
         struct fw_config work;
-        struct fw_batch b;
+        struct nft_batch b;
         char shard[FW_TABLE_NAME_MAX];
         int r = fw_server_table(table, 0, vps_id, shard, err);
         if (r < 0)
                 return r;
-        fw_batch_init(&b, shard);
+        nft_batch_init(&b, shard);
         if ((r = proto_fw_copy(&work, cfg, err)) < 0)
                 return r;
         uint32_t next = 1;
@@ -559,8 +559,8 @@ int fw_render_set(const char *table, const char *vps_id, const struct fw_config 
                 if (work.rules[i].id == 0)
                         work.rules[i].id = next++;
         if ((r = fw_build_infra(&b, shard, err)) >= 0 && (r = fw_build_server(&b, shard, vps_id, &work, err)) >= 0)
-                r = fw_batch_render(&b, ret_text, err);
-        fw_batch_clear(&b);
+                r = nft_batch_render(&b, fw_udata_render, ret_text, err);
+        nft_batch_clear(&b);
         proto_fw_clear(&work);
         return r;
 }

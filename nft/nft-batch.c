@@ -12,106 +12,51 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <stdarg.h>
 
-#include "firewall/fw-internal.h"
+#include "nft/nft.h"
 
-/* ---- names ---- */
-
-void fw_chain_name(const char *ifname, enum fw_direction dir, char buf[FW_NAME_MAX])
-{
-        snprintf(buf, FW_NAME_MAX, "%s-%s", ifname, dir == FW_INBOUND ? "in" : "out");
-}
-
-bool fw_chain_parse(const char *name, char ifname[NA_IFNAME_LEN], enum fw_direction *dir)
-{
-        /* "nav" + 12 lower-case hex digits, as na_vps_ifname() makes them */
-        if (strncmp(name, "nav", 3) != 0)
-                return false;
-        for (int i = 3; i < 15; i++)
-                if (!isxdigit((unsigned char)name[i]) || isupper((unsigned char)name[i]))
-                        return false;
-        if (streq(name + 15, "-in"))
-                *dir = FW_INBOUND;
-        else if (streq(name + 15, "-out"))
-                *dir = FW_OUTBOUND;
-        else
-                return false;
-        memcpy(ifname, name, 15);
-        ifname[15] = '\0';
-        return true;
-}
-
-unsigned fw_shard_of(const char *ifname, unsigned shards)
-{
-        uint32_t h = 2166136261u; /* FNV-1a: stable across builds and machines, cheap to redo by hand */
-        for (const unsigned char *p = (const unsigned char *)ifname; *p; p++)
-                h = (h ^ *p) * 16777619u;
-        return shards > 1 ? h % shards : 0;
-}
-
-void fw_shard_table(const char *prefix, unsigned shard, char buf[FW_TABLE_NAME_MAX])
-{
-        snprintf(buf, FW_TABLE_NAME_MAX, "%.*s-%02u", FW_PREFIX_MAX, prefix, shard % 100);
-}
-
-bool fw_shard_parse(const char *prefix, const char *table, unsigned *shard)
-{
-        size_t n = strlen(prefix);
-        if (!fw_table_is_ours(prefix, table) || !table[n])
-                return false;
-        *shard = (unsigned)(table[n + 1] - '0') * 10 + (unsigned)(table[n + 2] - '0');
-        return true;
-}
-
-size_t fw_comment_head_len(const char *comment)
-{
-        size_t len = strlen(comment);
-        if (len <= FW_COMMENT_HEAD)
-                return len;
-        size_t cut = FW_COMMENT_HEAD;
-        while (cut > 0 && ((unsigned char)comment[cut] & 0xc0) == 0x80)
-                cut--;
-        return cut;
-}
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- the batch ---- */
 
-static void op_free(enum fw_op_kind kind, void *obj)
+static void op_free(enum nft_op_kind kind, void *obj)
 {
         if (!obj)
                 return;
         switch (kind) {
-        case FW_OP_TABLE_ADD:
-        case FW_OP_TABLE_DEL:
+        case NFT_OP_TABLE_ADD:
+        case NFT_OP_TABLE_DEL:
                 nftnl_table_free(obj);
                 break;
-        case FW_OP_CHAIN_ADD:
-        case FW_OP_CHAIN_DEL:
+        case NFT_OP_CHAIN_ADD:
+        case NFT_OP_CHAIN_DEL:
                 nftnl_chain_free(obj);
                 break;
-        case FW_OP_SET_ADD:
-        case FW_OP_SET_DEL:
-        case FW_OP_ELEM_ADD:
-        case FW_OP_ELEM_DEL:
+        case NFT_OP_SET_ADD:
+        case NFT_OP_SET_DEL:
+        case NFT_OP_ELEM_ADD:
+        case NFT_OP_ELEM_DEL:
                 nftnl_set_free(obj);
                 break;
-        case FW_OP_CHAIN_FLUSH:
-        case FW_OP_RULE_ADD:
+        case NFT_OP_CHAIN_FLUSH:
+        case NFT_OP_RULE_ADD:
                 nftnl_rule_free(obj);
                 break;
-        case FW_OP_RAW:
+        case NFT_OP_RAW:
                 free(obj);
                 break;
         }
 }
 
-void fw_batch_init(struct fw_batch *b, const char *table)
+void nft_batch_init(struct nft_batch *b, const char *table)
 {
         memset(b, 0, sizeof(*b));
         b->next_set_id = 1;
         snprintf(b->table, sizeof(b->table), "%s", table);
 }
 
-void fw_batch_clear(struct fw_batch *b)
+void nft_batch_clear(struct nft_batch *b)
 {
         for (size_t i = 0; i < b->n; i++)
                 op_free(b->ops[i].kind, b->ops[i].obj);
@@ -120,13 +65,13 @@ void fw_batch_clear(struct fw_batch *b)
         b->n = b->cap = 0;
 }
 
-int fw_batch_add(struct fw_batch *b, enum fw_op_kind kind, void *obj, struct na_error *err, const char *fmt, ...)
+int nft_batch_add(struct nft_batch *b, enum nft_op_kind kind, void *obj, struct na_error *err, const char *fmt, ...)
 {
         if (!obj)
                 return na_error_sys(err, ENOMEM, "firewall batch");
         if (b->n == b->cap) {
                 size_t cap = b->cap ? b->cap * 2 : 64;
-                struct fw_op *ops = realloc(b->ops, cap * sizeof(*ops));
+                struct nft_op *ops = realloc(b->ops, cap * sizeof(*ops));
                 if (!ops) {
                         op_free(kind, obj);
                         return na_error_sys(err, ENOMEM, "firewall batch");
@@ -134,7 +79,7 @@ int fw_batch_add(struct fw_batch *b, enum fw_op_kind kind, void *obj, struct na_
                 b->ops = ops;
                 b->cap = cap;
         }
-        struct fw_op *op = &b->ops[b->n++];
+        struct nft_op *op = &b->ops[b->n++];
         op->kind = kind;
         op->obj = obj;
         va_list ap;
@@ -163,48 +108,48 @@ static int reserve(char **buf, size_t *cap, size_t used, struct na_error *err)
         return 0;
 }
 
-static void op_message(const struct fw_op *op, char *at, uint32_t seq, uint16_t ack)
+static void op_message(const struct nft_op *op, char *at, uint32_t seq, uint16_t ack)
 {
         struct nlmsghdr *nlh;
         switch (op->kind) {
-        case FW_OP_TABLE_ADD:
+        case NFT_OP_TABLE_ADD:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWTABLE, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
                 nftnl_table_nlmsg_build_payload(nlh, op->obj);
                 break;
-        case FW_OP_CHAIN_ADD:
+        case NFT_OP_CHAIN_ADD:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWCHAIN, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
                 nftnl_chain_nlmsg_build_payload(nlh, op->obj);
                 break;
-        case FW_OP_CHAIN_DEL:
+        case NFT_OP_CHAIN_DEL:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELCHAIN, NFPROTO_INET, ack, seq);
                 nftnl_chain_nlmsg_build_payload(nlh, op->obj);
                 break;
-        case FW_OP_CHAIN_FLUSH:
+        case NFT_OP_CHAIN_FLUSH:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELRULE, NFPROTO_INET, ack, seq);
                 nftnl_rule_nlmsg_build_payload(nlh, op->obj);
                 break;
-        case FW_OP_SET_ADD:
+        case NFT_OP_SET_ADD:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWSET, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
                 nftnl_set_nlmsg_build_payload(nlh, op->obj);
                 break;
-        case FW_OP_ELEM_ADD:
+        case NFT_OP_ELEM_ADD:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWSETELEM, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
                 nftnl_set_elems_nlmsg_build_payload(nlh, op->obj);
                 break;
-        case FW_OP_ELEM_DEL:
+        case NFT_OP_ELEM_DEL:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELSETELEM, NFPROTO_INET, ack, seq);
                 nftnl_set_elems_nlmsg_build_payload(nlh, op->obj);
                 break;
-        case FW_OP_TABLE_DEL:
+        case NFT_OP_TABLE_DEL:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELTABLE, NFPROTO_INET, ack, seq);
                 nftnl_table_nlmsg_build_payload(nlh, op->obj);
                 break;
-        case FW_OP_SET_DEL:
+        case NFT_OP_SET_DEL:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELSET, NFPROTO_INET, ack, seq);
                 nftnl_set_nlmsg_build_payload(nlh, op->obj);
                 break;
-        case FW_OP_RAW: /* copied by the caller */
-        case FW_OP_RULE_ADD:
+        case NFT_OP_RAW: /* copied by the caller */
+        case NFT_OP_RULE_ADD:
         default:
                 nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWRULE, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | NLM_F_APPEND | ack),
                                             seq);
@@ -214,7 +159,7 @@ static void op_message(const struct fw_op *op, char *at, uint32_t seq, uint16_t 
 }
 
 /* Copy raw messages to at, numbered from *seq; the last one asks for an ack when last is set. */
-static void raw_copy(const struct fw_raw *raw, char *at, uint32_t *seq, bool last)
+static void raw_copy(const struct nft_raw *raw, char *at, uint32_t *seq, bool last)
 {
         memcpy(at, raw->data, raw->len);
         size_t off = 0;
@@ -240,19 +185,19 @@ static int reserve_raw(char **buf, size_t *cap, size_t used, size_t len, struct 
 }
 
 /* ops [from, to) without begin and end; ack on the last when ack_last. */
-static int encode_ops(const struct fw_batch *b, size_t from, size_t to, uint32_t *seq, bool ack_last, char **buf,
+static int encode_ops(const struct nft_batch *b, size_t from, size_t to, uint32_t *seq, bool ack_last, char **buf,
                       size_t *cap, size_t *len, struct na_error *err)
 {
         for (size_t i = from; i < to; i++) {
-                const struct fw_op *op = &b->ops[i];
+                const struct nft_op *op = &b->ops[i];
                 bool last = ack_last && i + 1 == to;
-                int r = op->kind == FW_OP_RAW ? reserve_raw(buf, cap, *len, ((struct fw_raw *)op->obj)->len, err)
+                int r = op->kind == NFT_OP_RAW ? reserve_raw(buf, cap, *len, ((struct nft_raw *)op->obj)->len, err)
                                               : reserve(buf, cap, *len, err);
                 if (r < 0)
                         return r;
-                if (op->kind == FW_OP_RAW) {
+                if (op->kind == NFT_OP_RAW) {
                         raw_copy(op->obj, *buf + *len, seq, last);
-                        *len += ((struct fw_raw *)op->obj)->len;
+                        *len += ((struct nft_raw *)op->obj)->len;
                         continue;
                 }
                 /* the last operation asks for an ack: the positive answer that the batch was committed */
@@ -265,7 +210,7 @@ static int encode_ops(const struct fw_batch *b, size_t from, size_t to, uint32_t
         return 0;
 }
 
-int fw_batch_serialize(const struct fw_batch *b, uint32_t seq, char **ret_buf, size_t *ret_len, struct na_error *err)
+int nft_batch_serialize(const struct nft_batch *b, uint32_t seq, char **ret_buf, size_t *ret_len, struct na_error *err)
 {
         _cleanup_free_ char *buf = NULL;
         size_t cap = 0, len = 0;
@@ -286,7 +231,7 @@ int fw_batch_serialize(const struct fw_batch *b, uint32_t seq, char **ret_buf, s
         return 0;
 }
 
-int fw_batch_encode_range(const struct fw_batch *b, size_t from, size_t to, struct fw_raw **ret,
+int nft_batch_encode_range(const struct nft_batch *b, size_t from, size_t to, struct nft_raw **ret,
                           struct na_error *err)
 {
         _cleanup_free_ char *buf = NULL;
@@ -295,7 +240,7 @@ int fw_batch_encode_range(const struct fw_batch *b, size_t from, size_t to, stru
         int r = encode_ops(b, from, to, &seq, false, &buf, &cap, &len, err);
         if (r < 0)
                 return r;
-        struct fw_raw *raw = malloc(sizeof(*raw) + len);
+        struct nft_raw *raw = malloc(sizeof(*raw) + len);
         if (!raw)
                 return na_error_sys(err, ENOMEM, "firewall: encode");
         raw->len = len;
@@ -306,18 +251,18 @@ int fw_batch_encode_range(const struct fw_batch *b, size_t from, size_t to, stru
         return 0;
 }
 
-size_t fw_batch_messages(const struct fw_batch *b)
+size_t nft_batch_messages(const struct nft_batch *b)
 {
         size_t n = 0;
         for (size_t i = 0; i < b->n; i++)
-                n += b->ops[i].kind == FW_OP_RAW ? ((const struct fw_raw *)b->ops[i].obj)->n : 1;
+                n += b->ops[i].kind == NFT_OP_RAW ? ((const struct nft_raw *)b->ops[i].obj)->n : 1;
         return n;
 }
 
-const char *fw_batch_what(const struct fw_batch *b, size_t i)
+const char *nft_batch_what(const struct nft_batch *b, size_t i)
 {
         for (size_t k = 0; k < b->n; k++) {
-                size_t n = b->ops[k].kind == FW_OP_RAW ? ((const struct fw_raw *)b->ops[k].obj)->n : 1;
+                size_t n = b->ops[k].kind == NFT_OP_RAW ? ((const struct nft_raw *)b->ops[k].obj)->n : 1;
                 if (i < n)
                         return b->ops[k].what;
                 i -= n;

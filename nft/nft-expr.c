@@ -1,5 +1,5 @@
-/* libnftnl expression and object helpers (see fw-expr.h). */
-#include "firewall/fw-expr.h"
+/* libnftnl expression and object helpers (nft/nft.h). */
+#include "nft/nft.h"
 
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
@@ -11,7 +11,7 @@
 
 /* ---- expressions ---- */
 
-struct nftnl_expr *fw_expr_new(struct fw_rb *rb, const char *name)
+struct nftnl_expr *nft_expr_new(struct nft_rb *rb, const char *name)
 {
         struct nftnl_expr *e = nftnl_expr_alloc(name);
         if (!e)
@@ -19,55 +19,55 @@ struct nftnl_expr *fw_expr_new(struct fw_rb *rb, const char *name)
         return e;
 }
 
-void fw_expr_add(struct fw_rb *rb, struct nftnl_expr *e)
+void nft_expr_add(struct nft_rb *rb, struct nftnl_expr *e)
 {
         if (e)
                 nftnl_rule_add_expr(rb->r, e);
 }
 
-void fw_e_meta(struct fw_rb *rb, uint32_t key)
+void nft_e_meta(struct nft_rb *rb, uint32_t key)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "meta");
+        struct nftnl_expr *e = nft_expr_new(rb, "meta");
         if (!e)
                 return;
         nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
         nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG_1);
-        fw_expr_add(rb, e);
+        nft_expr_add(rb, e);
 }
 
-void fw_e_cmp(struct fw_rb *rb, uint32_t op, const void *data, uint32_t len)
+void nft_e_cmp(struct nft_rb *rb, uint32_t op, const void *data, uint32_t len)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "cmp");
+        struct nftnl_expr *e = nft_expr_new(rb, "cmp");
         if (!e)
                 return;
         nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
         nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
         if (nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, data, len) < 0)
                 rb->oom = true;
-        fw_expr_add(rb, e);
+        nft_expr_add(rb, e);
 }
 
-void fw_e_cmp_u8(struct fw_rb *rb, uint8_t v)
+void nft_e_cmp_u8(struct nft_rb *rb, uint8_t v)
 {
-        fw_e_cmp(rb, NFT_CMP_EQ, &v, 1);
+        nft_e_cmp(rb, NFT_CMP_EQ, &v, 1);
 }
 
-void fw_e_payload(struct fw_rb *rb, uint32_t base, uint32_t off, uint32_t len)
+void nft_e_payload(struct nft_rb *rb, uint32_t base, uint32_t off, uint32_t len)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "payload");
+        struct nftnl_expr *e = nft_expr_new(rb, "payload");
         if (!e)
                 return;
         nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
         nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
         nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, off);
         nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
-        fw_expr_add(rb, e);
+        nft_expr_add(rb, e);
 }
 
-void fw_e_bitwise(struct fw_rb *rb, const uint8_t *mask, uint32_t len)
+void nft_e_bitwise(struct nft_rb *rb, const uint8_t *mask, uint32_t len)
 {
         static const uint8_t zero[16];
-        struct nftnl_expr *e = fw_expr_new(rb, "bitwise");
+        struct nftnl_expr *e = nft_expr_new(rb, "bitwise");
         if (!e)
                 return;
         nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
@@ -76,12 +76,12 @@ void fw_e_bitwise(struct fw_rb *rb, const uint8_t *mask, uint32_t len)
         if (nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, mask, len) < 0 ||
             nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, zero, len) < 0)
                 rb->oom = true;
-        fw_expr_add(rb, e);
+        nft_expr_add(rb, e);
 }
 
-void fw_e_lookup(struct fw_rb *rb, const char *set, uint32_t set_id, bool verdict_map)
+void nft_e_lookup(struct nft_rb *rb, const char *set, uint32_t set_id, bool verdict_map)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "lookup");
+        struct nftnl_expr *e = nft_expr_new(rb, "lookup");
         if (!e)
                 return;
         nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
@@ -91,51 +91,51 @@ void fw_e_lookup(struct fw_rb *rb, const char *set, uint32_t set_id, bool verdic
                 rb->oom = true;
         if (set_id)
                 nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, set_id);
-        fw_expr_add(rb, e);
+        nft_expr_add(rb, e);
 }
 
-void fw_e_counter(struct fw_rb *rb)
+void nft_e_counter(struct nft_rb *rb)
 {
-        fw_expr_add(rb, fw_expr_new(rb, "counter"));
+        nft_expr_add(rb, nft_expr_new(rb, "counter"));
 }
 
-void fw_e_verdict(struct fw_rb *rb, int verdict)
+void nft_e_verdict(struct nft_rb *rb, int verdict)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "immediate");
+        struct nftnl_expr *e = nft_expr_new(rb, "immediate");
         if (!e)
                 return;
         nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
         nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)verdict);
-        fw_expr_add(rb, e);
+        nft_expr_add(rb, e);
 }
 
-void fw_e_reject(struct fw_rb *rb, bool tcp)
+void nft_e_reject(struct nft_rb *rb, bool tcp)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "reject");
+        struct nftnl_expr *e = nft_expr_new(rb, "reject");
         if (!e)
                 return;
         nftnl_expr_set_u32(e, NFTNL_EXPR_REJECT_TYPE, tcp ? NFT_REJECT_TCP_RST : NFT_REJECT_ICMPX_UNREACH);
         nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, tcp ? 0 : NFT_REJECT_ICMPX_PORT_UNREACH);
-        fw_expr_add(rb, e);
+        nft_expr_add(rb, e);
 }
 
-void fw_e_ct_established(struct fw_rb *rb)
+void nft_e_ct_established(struct nft_rb *rb)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "ct");
+        struct nftnl_expr *e = nft_expr_new(rb, "ct");
         if (e) {
                 nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATE);
                 nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
-                fw_expr_add(rb, e);
+                nft_expr_add(rb, e);
         }
         /* host byte order, as the kernel stores the state bits */
         uint32_t mask = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED), zero = 0;
-        fw_e_bitwise(rb, (const uint8_t *)&mask, sizeof(mask));
-        fw_e_cmp(rb, NFT_CMP_NEQ, &zero, sizeof(zero));
+        nft_e_bitwise(rb, (const uint8_t *)&mask, sizeof(mask));
+        nft_e_cmp(rb, NFT_CMP_NEQ, &zero, sizeof(zero));
 }
 
 /* ---- objects ---- */
 
-struct nftnl_rule *fw_rule_new(const char *table, const char *chain)
+struct nftnl_rule *nft_rule_new(const char *table, const char *chain)
 {
         struct nftnl_rule *r = nftnl_rule_alloc();
         if (!r)
@@ -148,7 +148,7 @@ struct nftnl_rule *fw_rule_new(const char *table, const char *chain)
         return r;
 }
 
-struct nftnl_chain *fw_chain_new(const char *table, const char *name)
+struct nftnl_chain *nft_chain_new(const char *table, const char *name)
 {
         struct nftnl_chain *c = nftnl_chain_alloc();
         if (!c)
@@ -161,7 +161,7 @@ struct nftnl_chain *fw_chain_new(const char *table, const char *name)
         return c;
 }
 
-struct nftnl_set *fw_set_new(const char *table, const char *name)
+struct nftnl_set *nft_set_new(const char *table, const char *name)
 {
         struct nftnl_set *s = nftnl_set_alloc();
         if (!s)
@@ -174,7 +174,7 @@ struct nftnl_set *fw_set_new(const char *table, const char *name)
         return s;
 }
 
-int fw_set_udata_byteorder(struct nftnl_set *s, uint32_t byteorder)
+int nft_set_udata_byteorder(struct nftnl_set *s, uint32_t byteorder)
 {
         _cleanup_(nftnl_udata_buf_freep) struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(64);
         if (!u || !nftnl_udata_put_u32(u, NFTNL_UDATA_SET_KEYBYTEORDER, byteorder))
@@ -182,46 +182,46 @@ int fw_set_udata_byteorder(struct nftnl_set *s, uint32_t byteorder)
         return nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(u), nftnl_udata_buf_len(u));
 }
 
-void fw_e_ct_status_dnat(struct fw_rb *rb)
+void nft_e_ct_status_dnat(struct nft_rb *rb)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "ct");
+        struct nftnl_expr *e = nft_expr_new(rb, "ct");
         if (e) {
                 nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATUS);
                 nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
-                fw_expr_add(rb, e);
+                nft_expr_add(rb, e);
         }
         uint32_t mask = IPS_DST_NAT, zero = 0;
-        fw_e_bitwise(rb, (const uint8_t *)&mask, sizeof(mask));
-        fw_e_cmp(rb, NFT_CMP_NEQ, &zero, sizeof(zero));
+        nft_e_bitwise(rb, (const uint8_t *)&mask, sizeof(mask));
+        nft_e_cmp(rb, NFT_CMP_NEQ, &zero, sizeof(zero));
 }
 
-void fw_e_fib_daddr_local(struct fw_rb *rb)
+void nft_e_fib_daddr_local(struct nft_rb *rb)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "fib");
+        struct nftnl_expr *e = nft_expr_new(rb, "fib");
         if (e) {
                 nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_DADDR);
                 nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
                 nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, NFT_REG_1);
-                fw_expr_add(rb, e);
+                nft_expr_add(rb, e);
         }
         uint32_t local = RTN_LOCAL;
-        fw_e_cmp(rb, NFT_CMP_EQ, &local, sizeof(local));
+        nft_e_cmp(rb, NFT_CMP_EQ, &local, sizeof(local));
 }
 
-void fw_e_imm_data(struct fw_rb *rb, uint32_t reg, const void *data, uint32_t len)
+void nft_e_imm_data(struct nft_rb *rb, uint32_t reg, const void *data, uint32_t len)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "immediate");
+        struct nftnl_expr *e = nft_expr_new(rb, "immediate");
         if (!e)
                 return;
         nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, reg);
         if (nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, data, len) < 0)
                 rb->oom = true;
-        fw_expr_add(rb, e);
+        nft_expr_add(rb, e);
 }
 
-void fw_e_nat(struct fw_rb *rb, uint32_t type, uint32_t reg_addr, uint32_t reg_port)
+void nft_e_nat(struct nft_rb *rb, uint32_t type, uint32_t reg_addr, uint32_t reg_port)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "nat");
+        struct nftnl_expr *e = nft_expr_new(rb, "nat");
         if (!e)
                 return;
         nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, type);
@@ -229,10 +229,10 @@ void fw_e_nat(struct fw_rb *rb, uint32_t type, uint32_t reg_addr, uint32_t reg_p
         nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, reg_addr);
         if (reg_port)
                 nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, reg_port);
-        fw_expr_add(rb, e);
+        nft_expr_add(rb, e);
 }
 
-void fw_e_masq(struct fw_rb *rb)
+void nft_e_masq(struct nft_rb *rb)
 {
-        fw_expr_add(rb, fw_expr_new(rb, "masq"));
+        nft_expr_add(rb, nft_expr_new(rb, "masq"));
 }

@@ -25,12 +25,16 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "firewall/fw-internal.h"
+#include "nft/nft.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define RECV_SIZE (64u * 1024u)
 #define RCVBUF_BYTES (4u << 20)
 
-int fw_nl_open(struct fw_nl *nl, int netns_fd, struct na_error *err)
+int nft_nl_open(struct nft_nl *nl, int netns_fd, struct na_error *err)
 {
         memset(nl, 0, sizeof(*nl));
         _cleanup_close_ int home = -1;
@@ -54,7 +58,7 @@ int fw_nl_open(struct fw_nl *nl, int netns_fd, struct na_error *err)
                 return na_error_sys(err, saved, "firewall: open netlink socket");
         if (mnl_socket_bind(nl->sock, 0, MNL_SOCKET_AUTOPID) < 0) {
                 saved = errno;
-                fw_nl_close(nl);
+                nft_nl_close(nl);
                 return na_error_sys(err, saved, "firewall: bind netlink socket");
         }
         int one = 1, fd = mnl_socket_get_fd(nl->sock), rcv = (int)RCVBUF_BYTES;
@@ -67,7 +71,7 @@ int fw_nl_open(struct fw_nl *nl, int netns_fd, struct na_error *err)
         return 0;
 }
 
-void fw_nl_close(struct fw_nl *nl)
+void nft_nl_close(struct nft_nl *nl)
 {
         if (nl->sock)
                 mnl_socket_close(nl->sock);
@@ -75,7 +79,7 @@ void fw_nl_close(struct fw_nl *nl)
 }
 
 /* Read and drop whatever is queued (answers of an earlier, failed exchange). */
-static void drain(struct fw_nl *nl)
+static void drain(struct nft_nl *nl)
 {
         char buf[4096];
         int fd = mnl_socket_get_fd(nl->sock);
@@ -83,7 +87,7 @@ static void drain(struct fw_nl *nl)
                 ;
 }
 
-static int ensure_sndbuf(struct fw_nl *nl, size_t len, struct na_error *err)
+static int ensure_sndbuf(struct nft_nl *nl, size_t len, struct na_error *err)
 {
         if (len + 4096 <= nl->sndbuf)
                 return 0;
@@ -141,21 +145,21 @@ static void ack_message(struct ack_state *st, const struct nlmsghdr *nlh)
         }
 }
 
-int fw_nl_apply(struct fw_nl *nl, const struct fw_batch *b, struct na_error *err)
+int nft_nl_apply(struct nft_nl *nl, const struct nft_batch *b, struct na_error *err)
 {
         if (b->n == 0)
                 return 0;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
         uint32_t seq = nl->seq;
-        nl->seq += (uint32_t)fw_batch_messages(b) + 2;
-        int r = fw_batch_serialize(b, seq, &buf, &len, err);
+        nl->seq += (uint32_t)nft_batch_messages(b) + 2;
+        int r = nft_batch_serialize(b, seq, &buf, &len, err);
         if (r < 0)
                 return r;
-        return fw_nl_send(nl, b, buf, len, seq, err);
+        return nft_nl_send(nl, b, buf, len, seq, err);
 }
 
-int fw_nl_send(struct fw_nl *nl, const struct fw_batch *b, const char *buf, size_t len, uint32_t seq,
+int nft_nl_send(struct nft_nl *nl, const struct nft_batch *b, const char *buf, size_t len, uint32_t seq,
                struct na_error *err)
 {
         if (b->n == 0)
@@ -169,11 +173,11 @@ int fw_nl_send(struct fw_nl *nl, const struct fw_batch *b, const char *buf, size
         int fd = mnl_socket_get_fd(nl->sock);
         ssize_t sent = RETRY_EINTR(sendto(fd, buf, len, 0, (struct sockaddr *)&kernel, sizeof(kernel)));
         if (sent < 0)
-                return na_error_sys(err, errno, "firewall: send batch of %zu operations", fw_batch_messages(b));
+                return na_error_sys(err, errno, "firewall: send batch of %zu operations", nft_batch_messages(b));
         if ((size_t)sent != len)
                 return na_error_set(err, EIO, NA_E_DRIVER, "firewall: short send of a batch (%zd of %zu bytes)", sent, len);
 
-        struct ack_state st = { .first_seq = seq + 1, .last_seq = seq + (uint32_t)fw_batch_messages(b) };
+        struct ack_state st = { .first_seq = seq + 1, .last_seq = seq + (uint32_t)nft_batch_messages(b) };
         _cleanup_free_ char *rbuf = malloc(RECV_SIZE);
         if (!rbuf)
                 return na_error_sys(err, ENOMEM, "firewall: receive buffer");
@@ -197,7 +201,7 @@ int fw_nl_send(struct fw_nl *nl, const struct fw_batch *b, const char *buf, size
         if (st.err_seq) {
                 const char *what = "the batch";
                 if (st.err_seq >= st.first_seq && st.err_seq <= st.last_seq)
-                        what = fw_batch_what(b, st.err_seq - st.first_seq);
+                        what = nft_batch_what(b, st.err_seq - st.first_seq);
                 char reason[384];
                 snprintf(reason, sizeof(reason), "the kernel refused %s: %s%s%s", what, strerror(st.err_errno),
                          st.err_msg[0] ? ": " : "", st.err_msg);
@@ -218,8 +222,9 @@ int fw_nl_send(struct fw_nl *nl, const struct fw_batch *b, const char *buf, size
 
 /* ---- reads ---- */
 
-/* Send one request and run cb over its answers; -errno of a kernel error, err untouched for ENOENT. */
-static int query(struct fw_nl *nl, char *req, mnl_cb_t cb, void *data, const char *what, struct na_error *err)
+/* nft_nl_dump: one request, cb over its answers. */
+int nft_nl_dump(struct nft_nl *nl, char *req, int (*cb)(const struct nlmsghdr *nlh, void *data), void *data,
+                const char *what, struct na_error *err)
 {
         struct nlmsghdr *nlh = (struct nlmsghdr *)(void *)req;
         drain(nl);
@@ -250,7 +255,7 @@ static int query(struct fw_nl *nl, char *req, mnl_cb_t cb, void *data, const cha
         }
 }
 
-void fw_rule_list_clear(struct fw_rule_list *l)
+void nft_rule_list_clear(struct nft_rule_list *l)
 {
         for (size_t i = 0; i < l->n; i++)
                 nftnl_rule_free(l->v[i]);
@@ -260,7 +265,7 @@ void fw_rule_list_clear(struct fw_rule_list *l)
 
 static int rule_cb(const struct nlmsghdr *nlh, void *data)
 {
-        struct fw_rule_list *l = data;
+        struct nft_rule_list *l = data;
         struct nftnl_rule *r = nftnl_rule_alloc();
         if (!r)
                 return MNL_CB_ERROR;
@@ -283,7 +288,7 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data)
         return MNL_CB_OK;
 }
 
-static int rules_dump(struct fw_nl *nl, const char *table, const char *chain, struct fw_rule_list *out,
+static int rules_dump(struct nft_nl *nl, const char *table, const char *chain, struct nft_rule_list *out,
                       struct na_error *err)
 {
         char req[1024];
@@ -298,9 +303,9 @@ static int rules_dump(struct fw_nl *nl, const char *table, const char *chain, st
         nftnl_rule_free(r);
         char what[96];
         snprintf(what, sizeof(what), "the rules of %s", chain ? chain : table);
-        int ret = query(nl, req, rule_cb, out, what, err);
+        int ret = nft_nl_dump(nl, req, rule_cb, out, what, err);
         if (ret < 0)
-                fw_rule_list_clear(out);
+                nft_rule_list_clear(out);
         return ret;
 }
 
@@ -315,7 +320,7 @@ static int chain_cb(const struct nlmsghdr *nlh, void *data)
         return MNL_CB_OK;
 }
 
-int fw_nl_chain_rules(struct fw_nl *nl, const char *table, const char *chain, struct fw_rule_list *out,
+int nft_nl_chain_rules(struct nft_nl *nl, const char *table, const char *chain, struct nft_rule_list *out,
                       struct na_error *err)
 {
         /* a rule dump of a missing chain is just empty: ask for the chain first */
@@ -329,7 +334,7 @@ int fw_nl_chain_rules(struct fw_nl *nl, const char *table, const char *chain, st
         nftnl_chain_nlmsg_build_payload(nlh, c);
         nftnl_chain_free(c);
         struct chain_probe probe = { 0 };
-        int r = query(nl, req, chain_cb, &probe, chain, err);
+        int r = nft_nl_dump(nl, req, chain_cb, &probe, chain, err);
         if (r < 0)
                 return r;
         return rules_dump(nl, table, chain, out, err);
@@ -337,7 +342,7 @@ int fw_nl_chain_rules(struct fw_nl *nl, const char *table, const char *chain, st
 
 struct elem_probe {
         bool found;
-        char chain[FW_NAME_MAX];
+        char chain[NFT_NAME_MAX];
 };
 
 static int elem_cb(const struct nlmsghdr *nlh, void *data)
@@ -361,7 +366,7 @@ static int elem_cb(const struct nlmsghdr *nlh, void *data)
         return MNL_CB_OK;
 }
 
-int fw_nl_map_has(struct fw_nl *nl, const char *table, const char *map, const char *ifname, bool *ret,
+int nft_nl_map_has(struct nft_nl *nl, const char *table, const char *map, const char *ifname, bool *ret,
                   char *ret_chain, struct na_error *err)
 {
         char req[1024];
@@ -385,7 +390,7 @@ int fw_nl_map_has(struct fw_nl *nl, const char *table, const char *map, const ch
         struct elem_probe probe = { 0 };
         char what[96];
         snprintf(what, sizeof(what), "element %s of map %s", ifname, map);
-        int r = query(nl, req, elem_cb, &probe, what, err);
+        int r = nft_nl_dump(nl, req, elem_cb, &probe, what, err);
         if (r == -ENOENT) {
                 probe.found = false;
                 r = 0;
@@ -394,71 +399,8 @@ int fw_nl_map_has(struct fw_nl *nl, const char *table, const char *map, const ch
                 return r;
         *ret = probe.found;
         if (ret_chain)
-                snprintf(ret_chain, FW_NAME_MAX, "%s", probe.found ? probe.chain : "");
+                snprintf(ret_chain, NFT_NAME_MAX, "%s", probe.found ? probe.chain : "");
         return 0;
-}
-
-struct ports_dump {
-        uint16_t *ports;
-        size_t max, n;
-        int bad; /* -E2BIG or -EINVAL: the set is not a plain list of ports */
-};
-
-static int ports_cb(const struct nlmsghdr *nlh, void *data)
-{
-        struct ports_dump *d = data;
-        struct nftnl_set *s = nftnl_set_alloc();
-        if (!s)
-                return MNL_CB_ERROR;
-        if (nftnl_set_elems_nlmsg_parse(nlh, s) < 0) {
-                nftnl_set_free(s);
-                return MNL_CB_ERROR;
-        }
-        struct nftnl_set_elems_iter *it = nftnl_set_elems_iter_create(s);
-        for (struct nftnl_set_elem *e = it ? nftnl_set_elems_iter_next(it) : NULL; e; e = nftnl_set_elems_iter_next(it)) {
-                uint32_t len = 0;
-                const uint16_t *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-                if (!key || len != 2 ||
-                    (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS) && nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS) != 0))
-                        d->bad = -EINVAL;
-                else if (d->n >= d->max)
-                        d->bad = -E2BIG;
-                else
-                        d->ports[d->n++] = ntohs(*key);
-        }
-        if (it)
-                nftnl_set_elems_iter_destroy(it);
-        nftnl_set_free(s);
-        return MNL_CB_OK;
-}
-
-static int fetch_set_ports(void *ud, const char *set, uint16_t *ports, size_t max, size_t *n, struct na_error *err)
-{
-        struct fw_nl_fetch_ctx *ctx = ud;
-        char req[1024];
-        struct nlmsghdr *nlh =
-                nftnl_nlmsg_build_hdr(req, NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP, ++ctx->nl->seq);
-        struct nftnl_set *s = nftnl_set_alloc();
-        if (!s)
-                return na_error_sys(err, ENOMEM, "firewall: read set");
-        nftnl_set_set_str(s, NFTNL_SET_TABLE, ctx->table);
-        nftnl_set_set_str(s, NFTNL_SET_NAME, set);
-        nftnl_set_elems_nlmsg_build_payload(nlh, s);
-        nftnl_set_free(s);
-        struct ports_dump d = { .ports = ports, .max = max };
-        int r = query(ctx->nl, req, ports_cb, &d, set, err);
-        if (r == -ENOENT)
-                return -EINVAL;
-        if (r < 0)
-                return r;
-        *n = d.n;
-        return d.bad;
-}
-
-void fw_nl_fetch(struct fw_nl_fetch_ctx *ctx, struct fw_fetch *out)
-{
-        out->set_ports = fetch_set_ports;
-        out->ud = ctx;
 }
 
 /* ---- names, for reconcile ---- */
@@ -468,7 +410,7 @@ struct names {
         size_t n, cap;
 };
 
-void fw_strv_free(char **v, size_t n)
+void nft_strv_free(char **v, size_t n)
 {
         for (size_t i = 0; v && i < n; i++)
                 free(v[i]);
@@ -513,7 +455,7 @@ static int chain_name_cb(const struct nlmsghdr *nlh, void *data)
         return r;
 }
 
-int fw_nl_chain_names(struct fw_nl *nl, const char *table, char ***ret, char ***ret_tables, size_t *ret_n,
+int nft_nl_chain_names(struct nft_nl *nl, const char *table, char ***ret, char ***ret_tables, size_t *ret_n,
                       struct na_error *err)
 {
         char req[1024];
@@ -526,17 +468,17 @@ int fw_nl_chain_names(struct fw_nl *nl, const char *table, char ***ret, char ***
         nftnl_chain_nlmsg_build_payload(nlh, c);
         nftnl_chain_free(c);
         struct chain_names l = { 0 };
-        int r = query(nl, req, chain_name_cb, &l, "the chains", err);
+        int r = nft_nl_dump(nl, req, chain_name_cb, &l, "the chains", err);
         if (r < 0) {
-                fw_strv_free(l.names.v, l.names.n);
-                fw_strv_free(l.tables.v, l.tables.n);
+                nft_strv_free(l.names.v, l.names.n);
+                nft_strv_free(l.tables.v, l.tables.n);
                 return r;
         }
         *ret = l.names.v;
         if (ret_tables)
                 *ret_tables = l.tables.v;
         else
-                fw_strv_free(l.tables.v, l.tables.n);
+                nft_strv_free(l.tables.v, l.tables.n);
         *ret_n = l.names.n;
         return 0;
 }
@@ -552,14 +494,14 @@ static int table_name_cb(const struct nlmsghdr *nlh, void *data)
         return r;
 }
 
-int fw_nl_table_names(struct fw_nl *nl, char ***ret, size_t *ret_n, struct na_error *err)
+int nft_nl_table_names(struct nft_nl *nl, char ***ret, size_t *ret_n, struct na_error *err)
 {
         char req[1024];
         nftnl_nlmsg_build_hdr(req, NFT_MSG_GETTABLE, NFPROTO_INET, NLM_F_DUMP, ++nl->seq);
         struct names l = { 0 };
-        int r = query(nl, req, table_name_cb, &l, "the tables", err);
+        int r = nft_nl_dump(nl, req, table_name_cb, &l, "the tables", err);
         if (r < 0) {
-                fw_strv_free(l.v, l.n);
+                nft_strv_free(l.v, l.n);
                 return r;
         }
         *ret = l.v;

@@ -14,7 +14,11 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 
-#include "firewall/fw-internal.h"
+#include "nft/nft.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 struct out {
         FILE *f;
@@ -159,8 +163,8 @@ static void render_expr(FILE *f, const struct nftnl_expr *e)
         fputc('\n', f);
 }
 
-/* Userdata TLVs: comments as text, our meta decoded, anything else in hex. */
-static void render_udata(FILE *f, const uint8_t *u, uint32_t len)
+/* Userdata TLVs: the user's own through its hook, comments as text, anything else in hex. */
+static void render_udata(FILE *f, const uint8_t *u, uint32_t len, nft_udata_render_fn hook)
 {
         fputs("    userdata", f);
         for (uint32_t off = 0; off + 2 <= len;) {
@@ -168,14 +172,8 @@ static void render_udata(FILE *f, const uint8_t *u, uint32_t len)
                 const uint8_t *v = u + off + 2;
                 if (off + 2u + n > len)
                         break;
-                if (type == FW_UDATA_META && n == 10) {
-                        uint32_t id;
-                        uint16_t pos;
-                        memcpy(&id, v + 4, 4);
-                        memcpy(&pos, v + 8, 2);
-                        fprintf(f, " meta{v%u %s flags %u action %s id %u position %u}", v[0],
-                                v[1] == FW_META_POLICY ? "policy" : "rule", v[2],
-                                v[3] <= FW_ACTION_REJECT ? proto_fw_actions[v[3]] : "?", ntohl(id), ntohs(pos));
+                if (hook && hook(f, type, v, n)) {
+                        /* shown by the batch's user */
                 } else if (type == 0 && n > 0 && v[n - 1] == '\0') {
                         fprintf(f, " comment \"%.*s\"", (int)n - 1, (const char *)v);
                 } else {
@@ -187,7 +185,7 @@ static void render_udata(FILE *f, const uint8_t *u, uint32_t len)
         fputc('\n', f);
 }
 
-static void render_rule(FILE *f, const char *verb, struct nftnl_rule *r)
+static void render_rule(FILE *f, const char *verb, struct nftnl_rule *r, nft_udata_render_fn hook)
 {
         fprintf(f, "%s inet %s %s\n", verb, nftnl_rule_get_str(r, NFTNL_RULE_TABLE), nftnl_rule_get_str(r, NFTNL_RULE_CHAIN));
         struct nftnl_expr_iter *it = nftnl_expr_iter_create(r);
@@ -198,7 +196,7 @@ static void render_rule(FILE *f, const char *verb, struct nftnl_rule *r)
         uint32_t ulen = 0;
         const uint8_t *u = nftnl_rule_get_data(r, NFTNL_RULE_USERDATA, &ulen);
         if (u)
-                render_udata(f, u, ulen);
+                render_udata(f, u, ulen, hook);
 }
 
 static void render_chain(FILE *f, const char *verb, struct nftnl_chain *c)
@@ -254,7 +252,7 @@ static void render_set(FILE *f, struct nftnl_set *s)
         fputs(" }\n", f);
 }
 
-int fw_batch_render(const struct fw_batch *b, char **ret_text, struct na_error *err)
+int nft_batch_render(const struct nft_batch *b, nft_udata_render_fn udata, char **ret_text, struct na_error *err)
 {
         char *text = NULL;
         size_t len = 0;
@@ -262,9 +260,9 @@ int fw_batch_render(const struct fw_batch *b, char **ret_text, struct na_error *
         if (!f)
                 return na_error_sys(err, errno, "firewall: render batch");
         for (size_t i = 0; i < b->n; i++) {
-                const struct fw_op *op = &b->ops[i];
+                const struct nft_op *op = &b->ops[i];
                 switch (op->kind) {
-                case FW_OP_TABLE_ADD: {
+                case NFT_OP_TABLE_ADD: {
                         uint32_t ulen = 0;
                         const uint8_t *u = nftnl_table_get_data(op->obj, NFTNL_TABLE_USERDATA, &ulen);
                         fprintf(f, "add table inet %s", nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
@@ -273,35 +271,35 @@ int fw_batch_render(const struct fw_batch *b, char **ret_text, struct na_error *
                         fputc('\n', f);
                         break;
                 }
-                case FW_OP_CHAIN_ADD:
+                case NFT_OP_CHAIN_ADD:
                         render_chain(f, "add chain", op->obj);
                         break;
-                case FW_OP_CHAIN_DEL:
+                case NFT_OP_CHAIN_DEL:
                         render_chain(f, "delete chain", op->obj);
                         break;
-                case FW_OP_CHAIN_FLUSH:
+                case NFT_OP_CHAIN_FLUSH:
                         fprintf(f, "flush chain inet %s %s\n", nftnl_rule_get_str(op->obj, NFTNL_RULE_TABLE),
                                 nftnl_rule_get_str(op->obj, NFTNL_RULE_CHAIN));
                         break;
-                case FW_OP_SET_ADD:
+                case NFT_OP_SET_ADD:
                         render_set(f, op->obj);
                         break;
-                case FW_OP_ELEM_ADD:
+                case NFT_OP_ELEM_ADD:
                         render_elems(f, "add", op->obj);
                         break;
-                case FW_OP_ELEM_DEL:
+                case NFT_OP_ELEM_DEL:
                         render_elems(f, "delete", op->obj);
                         break;
-                case FW_OP_RULE_ADD:
-                        render_rule(f, "add rule", op->obj);
+                case NFT_OP_RULE_ADD:
+                        render_rule(f, "add rule", op->obj, udata);
                         break;
-                case FW_OP_TABLE_DEL:
+                case NFT_OP_TABLE_DEL:
                         fprintf(f, "delete table inet %s\n", nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
                         break;
-                case FW_OP_RAW:
-                        fprintf(f, "%u messages encoded earlier: %s\n", ((const struct fw_raw *)op->obj)->n, op->what);
+                case NFT_OP_RAW:
+                        fprintf(f, "%u messages encoded earlier: %s\n", ((const struct nft_raw *)op->obj)->n, op->what);
                         break;
-                case FW_OP_SET_DEL:
+                case NFT_OP_SET_DEL:
                         fprintf(f, "delete set inet %s %s\n", nftnl_set_get_str(op->obj, NFTNL_SET_TABLE),
                                 nftnl_set_get_str(op->obj, NFTNL_SET_NAME));
                         break;

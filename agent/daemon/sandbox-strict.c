@@ -117,7 +117,7 @@ static const struct checked {
         { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_NETLINK, 2, LOW32, NETLINK_ROUTE },
         { "socket", 0, SCMP_CMP_MASKED_EQ, LOW32, AF_NETLINK, 2, LOW32, NETLINK_NETFILTER },
         /* namespaces: only network ones (an app's network namespace, drivers/app/net/app-net-ns.c,
-         * and nftables inside it, firewall/fw-netlink.c) */
+         * and nftables inside it, nft/nft-netlink.c) */
         { "unshare", 0, SCMP_CMP_EQ, CLONE_NEWNET, 0 },
         { "setns", 1, SCMP_CMP_MASKED_EQ, LOW32, CLONE_NEWNET },
         /* ioctl: the requests the agent makes */

@@ -158,14 +158,14 @@ int main(int argc, char **argv)
         /* The nft part alone: the two element changes as app.group.join sends them (one batch). */
         double k0 = now_ms();
         for (unsigned j = 0; j < joins; j++) {
-                struct fw_batch b;
-                fw_batch_init(&b, "bench_apps");
+                struct nft_batch b;
+                nft_batch_init(&b, "bench_apps");
                 const char *from = j % 2 ? gb : ga, *to = j % 2 ? ga : gb;
                 if ((j > 0 && app_net_nft_member(&b, from, 0x0a58ff02u, false, &err) < 0) ||
                     app_net_nft_member(&b, to, 0x0a58ff02u, true, &err) < 0 ||
-                    fw_nl_apply(&net->nl, &b, &err) < 0)
+                    nft_nl_apply(&net->nl, &b, &err) < 0)
                         die("batch", &err);
-                fw_batch_clear(&b);
+                nft_batch_clear(&b);
         }
         double batch = (now_ms() - k0) / joins;
 

@@ -374,7 +374,7 @@ int main(int argc, char **argv)
          * best of each is compared, and the spread printed)
          */
         struct fw_reconcile_stats st;
-        struct fw_nl nl = { 0 };
+        struct nft_nl nl = { 0 };
         double full = 1e18, full_max = 0, t_kernel = 1e18, kernel_max = 0, t_build = 0, t_encode = 0, t_load = 0,
                t_raw = 0;
         size_t n_ops = 0;
@@ -401,7 +401,7 @@ int main(int argc, char **argv)
                         return die("list", &err);
                 for (size_t i = 0; i < n_ids; i++) {
                         char ifname[NA_IFNAME_LEN], table[FW_TABLE_NAME_MAX];
-                        struct fw_raw *raw = NULL;
+                        struct nft_raw *raw = NULL;
                         na_vps_ifname(ids[i], ifname);
                         fw_shard_table(FW_DEFAULT_TABLE, fw_shard_of(ifname, shards), table);
                         if (fw_state_load_raw(fw, ids[i], table, &raw) < 0) {
@@ -420,17 +420,17 @@ int main(int argc, char **argv)
                         proto_fw_clear(&c);
                 }
                 t_load = now_ms() - t0;
-                fw_strv_free(ids, n_ids);
+                nft_strv_free(ids, n_ids);
                 fw_close(fw);
 
                 /* 3. its limit: the same shard batches built and encoded first, then only committed (fresh namespace) */
                 if (fresh_netns() < 0)
                         return 1;
                 if (nl.sock)
-                        fw_nl_close(&nl);
-                if (fw_nl_open(&nl, -1, &err) < 0)
+                        nft_nl_close(&nl);
+                if (nft_nl_open(&nl, -1, &err) < 0)
                         return die("netlink", &err);
-                struct fw_batch *sb = calloc(shards, sizeof(*sb));
+                struct nft_batch *sb = calloc(shards, sizeof(*sb));
                 char **wire = calloc(shards, sizeof(*wire));
                 size_t *wire_len = calloc(shards, sizeof(*wire_len));
                 n_ops = 0;
@@ -438,7 +438,7 @@ int main(int argc, char **argv)
                 for (unsigned k = 0; k < shards; k++) {
                         char table[FW_TABLE_NAME_MAX];
                         fw_shard_table(FW_DEFAULT_TABLE, k, table);
-                        fw_batch_init(&sb[k], table);
+                        nft_batch_init(&sb[k], table);
                         if (fw_build_infra(&sb[k], table, &err) < 0)
                                 return die("build", &err);
                         for (unsigned s = 0; s < n; s++) {
@@ -454,18 +454,18 @@ int main(int argc, char **argv)
                 t_build = now_ms() - t0;
                 t0 = now_ms();
                 for (unsigned k = 0; k < shards; k++)
-                        if (fw_batch_serialize(&sb[k], 1, &wire[k], &wire_len[k], &err) < 0)
+                        if (nft_batch_serialize(&sb[k], 1, &wire[k], &wire_len[k], &err) < 0)
                                 return die("encode", &err);
                 t_encode = now_ms() - t0;
                 t0 = now_ms();
                 for (unsigned k = 0; k < shards; k++)
-                        if (fw_nl_send(&nl, &sb[k], wire[k], wire_len[k], 1, &err) < 0)
+                        if (nft_nl_send(&nl, &sb[k], wire[k], wire_len[k], 1, &err) < 0)
                                 return die("commit", &err);
                 t = now_ms() - t0;
                 t_kernel = t < t_kernel ? t : t_kernel;
                 kernel_max = t > kernel_max ? t : kernel_max;
                 for (unsigned k = 0; k < shards; k++) {
-                        fw_batch_clear(&sb[k]);
+                        nft_batch_clear(&sb[k]);
                         free(wire[k]);
                 }
                 free(sb);
@@ -512,15 +512,15 @@ int main(int argc, char **argv)
         double *lat[4];
         for (int k = 0; k < 4; k++)
                 lat[k] = calloc(changes ? changes : 1, sizeof(double));
-        struct fw_nl nl1;
+        struct nft_nl nl1;
         if (fresh_netns() < 0)
                 return 1;
-        if (fw_nl_open(&nl1, -1, &err) < 0)
+        if (nft_nl_open(&nl1, -1, &err) < 0)
                 return die("netlink", &err);
         char one_table[FW_TABLE_NAME_MAX];
         fw_shard_table(FW_DEFAULT_TABLE, 0, one_table);
-        struct fw_batch all;
-        fw_batch_init(&all, one_table);
+        struct nft_batch all;
+        nft_batch_init(&all, one_table);
         if (fw_build_infra(&all, one_table, &err) < 0)
                 return die("build", &err);
         for (unsigned s = 0; s < n; s++) {
@@ -529,9 +529,9 @@ int main(int argc, char **argv)
                 if (fw_build_server(&all, one_table, sid, &cfgs[s], &err) < 0)
                         return die("build", &err);
         }
-        if (fw_nl_apply(&nl1, &all, &err) < 0)
+        if (nft_nl_apply(&nl1, &all, &err) < 0)
                 return die("one table", &err);
-        fw_batch_clear(&all);
+        nft_batch_clear(&all);
         char id[37], ifname[NA_IFNAME_LEN], table[FW_TABLE_NAME_MAX];
         server_id(n / 2, id);
         na_vps_ifname(id, ifname);
@@ -550,12 +550,12 @@ int main(int argc, char **argv)
                                 /* the change itself: its batch, built and committed; then the same in one table */
                                 for (int one = 0; one <= 1; one++) {
                                         const char *t = one ? one_table : table;
-                                        struct fw_batch b;
-                                        fw_batch_init(&b, t);
+                                        struct nft_batch b;
+                                        nft_batch_init(&b, t);
                                         if (fw_build_infra(&b, t, &err) < 0 || fw_build_server(&b, t, id, c, &err) < 0 ||
-                                            fw_nl_apply(one ? &nl1 : &nl, &b, &err) < 0)
+                                            nft_nl_apply(one ? &nl1 : &nl, &b, &err) < 0)
                                                 return die("change", &err);
-                                        fw_batch_clear(&b);
+                                        nft_batch_clear(&b);
                                         if (!one) {
                                                 lat[0][i] = now_ms() - t0;
                                                 t0 = now_ms();
@@ -570,8 +570,8 @@ int main(int argc, char **argv)
                                 proto_fw_clear(&live);
                 }
         fw_close(fw);
-        fw_nl_close(&nl);
-        fw_nl_close(&nl1);
+        nft_nl_close(&nl);
+        nft_nl_close(&nl1);
 
         unsigned kernel_rules = 0;
         for (unsigned s = 0; s < n; s++) {

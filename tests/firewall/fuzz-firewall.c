@@ -49,19 +49,19 @@ static void build_and_parse_back(const struct fw_config *decoded)
                 return;
         }
 
-        struct fw_batch b;
+        struct nft_batch b;
         struct na_error err = NA_ERROR_INIT;
-        fw_batch_init(&b, "nodeagent-00");
+        nft_batch_init(&b, "nodeagent-00");
         check(fw_build_server(&b, "nodeagent-00", VPS, &cfg, &err) == 0, "build");
         size_t cap = b.n + 1, n_in = 0, n_out = 0;
         struct nftnl_rule **in = calloc(cap, sizeof(*in)), **out = calloc(cap, sizeof(*out));
         bool dispatched = false;
         for (size_t i = 0; i < b.n; i++) {
-                if (b.ops[i].kind == FW_OP_ELEM_ADD)
+                if (b.ops[i].kind == NFT_OP_ELEM_ADD)
                         dispatched = true;
-                if (b.ops[i].kind == FW_OP_ELEM_DEL)
+                if (b.ops[i].kind == NFT_OP_ELEM_DEL)
                         dispatched = false;
-                if (b.ops[i].kind != FW_OP_RULE_ADD)
+                if (b.ops[i].kind != NFT_OP_RULE_ADD)
                         continue;
                 const char *chain = nftnl_rule_get_str(b.ops[i].obj, NFTNL_RULE_CHAIN);
                 if (strcmp(chain + strlen(chain) - 3, "-in") == 0)
@@ -80,12 +80,12 @@ static void build_and_parse_back(const struct fw_config *decoded)
         check(proto_fw_diff(&live.cfg, &cfg, NULL) == 0, "and drift sees no difference");
 
         char *text = NULL;
-        check(fw_batch_render(&b, &text, &err) == 0 && text, "render");
+        check(nft_batch_render(&b, fw_udata_render, &text, &err) == 0 && text, "render");
         free(text);
         fw_live_clear(&live);
         free(in);
         free(out);
-        fw_batch_clear(&b);
+        nft_batch_clear(&b);
         proto_fw_clear(&cfg);
         na_error_clear(&err);
 }

@@ -49,19 +49,19 @@ static void assign_ids(struct fw_config *cfg)
 
 static void check_parse_back(const struct fw_config *cfg)
 {
-        struct fw_batch b;
+        struct nft_batch b;
         struct na_error err = NA_ERROR_INIT;
-        fw_batch_init(&b, TABLE);
+        nft_batch_init(&b, TABLE);
         assert_int_equal(fw_build_server(&b, TABLE, VPS, cfg, &err), 0);
         struct nftnl_rule *in[4096], *out[4096];
         size_t n_in = 0, n_out = 0;
         bool elem_added = false, elem_deleted = false;
         for (size_t i = 0; i < b.n; i++) {
-                if (b.ops[i].kind == FW_OP_ELEM_ADD)
+                if (b.ops[i].kind == NFT_OP_ELEM_ADD)
                         elem_added = true;
-                if (b.ops[i].kind == FW_OP_ELEM_DEL)
+                if (b.ops[i].kind == NFT_OP_ELEM_DEL)
                         elem_deleted = true;
-                if (b.ops[i].kind != FW_OP_RULE_ADD)
+                if (b.ops[i].kind != NFT_OP_RULE_ADD)
                         continue;
                 const char *chain = nftnl_rule_get_str(b.ops[i].obj, NFTNL_RULE_CHAIN);
                 if (strstr(chain, "-in"))
@@ -86,7 +86,7 @@ static void check_parse_back(const struct fw_config *cfg)
                 fail();
         }
         fw_live_clear(&live);
-        fw_batch_clear(&b);
+        nft_batch_clear(&b);
 }
 
 static void golden(const char *name)
@@ -132,15 +132,15 @@ static void test_empty(void **state)
 static void test_remove(void **state)
 {
         (void)state;
-        struct fw_batch b;
+        struct nft_batch b;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
-        fw_batch_init(&b, "agent_fw-03");
+        nft_batch_init(&b, "agent_fw-03");
         assert_int_equal(fw_build_remove(&b, "agent_fw-03", "nav6f1c2a3b4c5d", &err), 0);
         char *text = NULL;
-        assert_int_equal(fw_batch_render(&b, &text, &err), 0);
+        assert_int_equal(nft_batch_render(&b, fw_udata_render, &text, &err), 0);
         fwt_golden("tests/firewall/golden/remove.txt", text);
         free(text);
-        fw_batch_clear(&b);
+        nft_batch_clear(&b);
 }
 
 /* The batch is what the kernel gets: the render and the wire encoding see the same operations. */
@@ -150,14 +150,14 @@ static void test_serialize(void **state)
         struct fw_config cfg;
         load("basic", &cfg);
         assign_ids(&cfg);
-        struct fw_batch b;
+        struct nft_batch b;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
-        fw_batch_init(&b, TABLE);
+        nft_batch_init(&b, TABLE);
         assert_int_equal(fw_build_infra(&b, TABLE, &err), 0);
         assert_int_equal(fw_build_server(&b, TABLE, VPS, &cfg, &err), 0);
         char *wire = NULL;
         size_t len = 0;
-        assert_int_equal(fw_batch_serialize(&b, 100, &wire, &len, &err), 0);
+        assert_int_equal(nft_batch_serialize(&b, 100, &wire, &len, &err), 0);
         /* begin, one message per operation, end; sequence numbers follow each other; only the last asks for an ack */
         size_t count = 0;
         for (size_t off = 0; off < len;) {
@@ -170,7 +170,7 @@ static void test_serialize(void **state)
         }
         assert_int_equal(count, b.n + 2);
         free(wire);
-        fw_batch_clear(&b);
+        nft_batch_clear(&b);
         proto_fw_clear(&cfg);
 }
 

@@ -748,10 +748,10 @@ static void old_layout(void)
                 /* VPS3: unknown: goes with the old table */
                 { VPS3, "{\"enabled\": true, \"inboundPolicy\": \"deny\", \"outboundPolicy\": \"allow\", \"rules\": []}" },
         };
-        struct fw_batch b;
-        struct fw_nl nl;
+        struct nft_batch b;
+        struct nft_nl nl;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
-        fw_batch_init(&b, "nodeagent");
+        nft_batch_init(&b, "nodeagent");
         assert_int_equal(fw_build_infra(&b, "nodeagent", &err), 0);
         for (size_t i = 0; i < ARRAY_SIZE(servers); i++) {
                 struct fw_config cfg;
@@ -761,11 +761,11 @@ static void old_layout(void)
                 assert_int_equal(fw_build_server(&b, "nodeagent", servers[i].id, &cfg, &err), 0);
                 proto_fw_clear(&cfg);
         }
-        assert_int_equal(fw_nl_open(&nl, -1, &err), 0);
-        if (fw_nl_apply(&nl, &b, &err) < 0)
+        assert_int_equal(nft_nl_open(&nl, -1, &err), 0);
+        if (nft_nl_apply(&nl, &b, &err) < 0)
                 fail_msg("old layout: %s", err.message);
-        fw_nl_close(&nl);
-        fw_batch_clear(&b);
+        nft_nl_close(&nl);
+        nft_batch_clear(&b);
 }
 
 /* The single table of the layout before shards is taken over in ONE batch: never both layouts, never neither. */

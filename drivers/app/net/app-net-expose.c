@@ -101,12 +101,12 @@ static int apply_ports(struct app_net *n, struct app_net_member *m, json_t *list
         m->exposures = saved;
         if (r < 0)
                 return r;
-        struct fw_batch b;
-        fw_batch_init(&b, n->table);
+        struct nft_batch b;
+        nft_batch_init(&b, n->table);
         r = app_net_nft_ports(&b, &rs, err);
         if (r >= 0)
                 r = app_net_apply(n, &b, err);
-        fw_batch_clear(&b);
+        nft_batch_clear(&b);
         app_net_rules_clear(&rs);
         return r;
 }

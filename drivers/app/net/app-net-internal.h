@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "common/names.h"
 #include "drivers/app/net/app-net.h"
-#include "firewall/fw-internal.h"
+#include "nft/nft.h"
 
 /* ---- app-net-addr.c: ranges, the allocator, names ---- */
 
@@ -64,15 +64,15 @@ struct app_net_rules {
         size_t n_ports;
 };
 /* Everything, replacing whatever the table held (add table; delete table; add ...): one batch. */
-int app_net_nft_full(struct fw_batch *b, const struct app_net_rules *rs, const char *const *members_of_groups,
+int app_net_nft_full(struct nft_batch *b, const struct app_net_rules *rs, const char *const *members_of_groups,
                      const uint32_t *member_addrs, size_t n_members, struct na_error *err);
 /* A group appeared or went: the groups chain again (and the set made or deleted). */
-int app_net_nft_groups(struct fw_batch *b, const struct app_net_rules *rs, const char *added, const char *removed,
+int app_net_nft_groups(struct nft_batch *b, const struct app_net_rules *rs, const char *added, const char *removed,
                        struct na_error *err);
 /* One address into or out of a group's set. */
-int app_net_nft_member(struct fw_batch *b, const char *group_id, uint32_t addr, bool add, struct na_error *err);
+int app_net_nft_member(struct nft_batch *b, const char *group_id, uint32_t addr, bool add, struct na_error *err);
 /* The exposures chain again. */
-int app_net_nft_ports(struct fw_batch *b, const struct app_net_rules *rs, struct na_error *err);
+int app_net_nft_ports(struct nft_batch *b, const struct app_net_rules *rs, struct na_error *err);
 
 /* ---- app-net-ns.c: namespaces ---- */
 
@@ -129,11 +129,11 @@ struct app_net {
         struct app_net_range range;
         uint32_t public_addr; /* 0: every local address */
         uint16_t port_lo, port_hi;
-        char table[FW_TABLE_NAME_MAX];
+        char table[NFT_TABLE_NAME_MAX];
         char state_path[4200], netns_dir[4200], apps_dir[4096];
         char *resolver, *resolv_conf, *apps_domain;
         const struct app_routes *routes;
-        struct fw_nl nl;
+        struct nft_nl nl;
         bool nl_open;
         struct mnl_socket *rtnl; /* in the agent's namespace */
         struct app_net_member *m;
@@ -144,7 +144,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct app_net *, app_net_close)
 struct app_net_member *app_net_member_find(struct app_net *n, const char *id);
 int app_net_rules_fill(struct app_net *n, struct app_net_rules *rs, struct na_error *err);
 void app_net_rules_clear(struct app_net_rules *rs);
-int app_net_apply(struct app_net *n, struct fw_batch *b, struct na_error *err);
+int app_net_apply(struct app_net *n, struct nft_batch *b, struct na_error *err);
 int app_net_save(struct app_net *n, bool durable, struct na_error *err);
 int app_net_reconcile(struct app_net *n, struct na_error *err);
 

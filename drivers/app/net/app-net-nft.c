@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "drivers/app/net/app-net-internal.h"
-#include "firewall/fw-expr.h"
+#include "nft/nft.h"
 #include <libnftnl/table.h>
 
 #define TYPE_IPADDR 7 /* nft's ipv4_addr datatype */
@@ -38,53 +38,53 @@
 #define PRIO_DSTNAT (-100)
 #define PRIO_SRCNAT 100
 
-static int add_rule(struct fw_batch *b, struct fw_rb *rb, struct na_error *err, const char *what)
+static int add_rule(struct nft_batch *b, struct nft_rb *rb, struct na_error *err, const char *what)
 {
         if (rb->r && rb->oom) {
                 nftnl_rule_free(rb->r);
                 rb->r = NULL;
         }
-        return fw_batch_add(b, FW_OP_RULE_ADD, rb->r, err, "%s", what);
+        return nft_batch_add(b, NFT_OP_RULE_ADD, rb->r, err, "%s", what);
 }
 
-static void e_jump(struct fw_rb *rb, const char *chain)
+static void e_jump(struct nft_rb *rb, const char *chain)
 {
-        struct nftnl_expr *e = fw_expr_new(rb, "immediate");
+        struct nftnl_expr *e = nft_expr_new(rb, "immediate");
         if (!e)
                 return;
         nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
         nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)NFT_JUMP);
         if (nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, chain) < 0)
                 rb->oom = true;
-        fw_expr_add(rb, e);
+        nft_expr_add(rb, e);
 }
 
-static void e_ifprefix(struct fw_rb *rb, uint32_t key, const char *prefix)
+static void e_ifprefix(struct nft_rb *rb, uint32_t key, const char *prefix)
 {
-        fw_e_meta(rb, key);
-        fw_e_cmp(rb, NFT_CMP_EQ, prefix, (uint32_t)strlen(prefix));
+        nft_e_meta(rb, key);
+        nft_e_cmp(rb, NFT_CMP_EQ, prefix, (uint32_t)strlen(prefix));
 }
 
-static void e_ipv4(struct fw_rb *rb)
+static void e_ipv4(struct nft_rb *rb)
 {
-        fw_e_meta(rb, NFT_META_NFPROTO);
-        fw_e_cmp_u8(rb, NFPROTO_IPV4);
+        nft_e_meta(rb, NFT_META_NFPROTO);
+        nft_e_cmp_u8(rb, NFPROTO_IPV4);
 }
 
 /* ip saddr/daddr (offset 12/16) op net/prefix */
-static void e_net(struct fw_rb *rb, uint32_t off, uint32_t op, uint32_t base, uint8_t prefix)
+static void e_net(struct nft_rb *rb, uint32_t off, uint32_t op, uint32_t base, uint8_t prefix)
 {
-        fw_e_payload(rb, NFT_PAYLOAD_NETWORK_HEADER, off, 4);
+        nft_e_payload(rb, NFT_PAYLOAD_NETWORK_HEADER, off, 4);
         uint32_t mask = htonl(prefix ? ~0u << (32 - prefix) : 0), net = htonl(base);
         if (prefix < 32)
-                fw_e_bitwise(rb, (const uint8_t *)&mask, 4);
-        fw_e_cmp(rb, op, &net, 4);
+                nft_e_bitwise(rb, (const uint8_t *)&mask, 4);
+        nft_e_cmp(rb, op, &net, 4);
 }
 
-static int add_chain(struct fw_batch *b, const char *name, const char *type, int hook, int prio,
+static int add_chain(struct nft_batch *b, const char *name, const char *type, int hook, int prio,
                      struct na_error *err)
 {
-        struct nftnl_chain *c = fw_chain_new(b->table, name);
+        struct nftnl_chain *c = nft_chain_new(b->table, name);
         if (c && type) {
                 nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, (uint32_t)hook);
                 nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
@@ -94,34 +94,34 @@ static int add_chain(struct fw_batch *b, const char *name, const char *type, int
                         c = NULL;
                 }
         }
-        return fw_batch_add(b, FW_OP_CHAIN_ADD, c, err, "chain %s", name);
+        return nft_batch_add(b, NFT_OP_CHAIN_ADD, c, err, "chain %s", name);
 }
 
-static int add_group_set(struct fw_batch *b, const char *group_id, struct na_error *err)
+static int add_group_set(struct nft_batch *b, const char *group_id, struct na_error *err)
 {
         char name[APP_NET_SET_NAME_LEN];
         app_net_group_set_name(group_id, name);
-        struct nftnl_set *s = fw_set_new(b->table, name);
+        struct nftnl_set *s = nft_set_new(b->table, name);
         if (s) {
                 nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, TYPE_IPADDR);
                 nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, 4);
                 nftnl_set_set_u32(s, NFTNL_SET_ID, b->next_set_id++);
         }
-        return fw_batch_add(b, FW_OP_SET_ADD, s, err, "set %s (group %s)", name, group_id);
+        return nft_batch_add(b, NFT_OP_SET_ADD, s, err, "set %s (group %s)", name, group_id);
 }
 
-static int del_group_set(struct fw_batch *b, const char *group_id, struct na_error *err)
+static int del_group_set(struct nft_batch *b, const char *group_id, struct na_error *err)
 {
         char name[APP_NET_SET_NAME_LEN];
         app_net_group_set_name(group_id, name);
-        return fw_batch_add(b, FW_OP_SET_DEL, fw_set_new(b->table, name), err, "set %s (group %s)", name, group_id);
+        return nft_batch_add(b, NFT_OP_SET_DEL, nft_set_new(b->table, name), err, "set %s (group %s)", name, group_id);
 }
 
-int app_net_nft_member(struct fw_batch *b, const char *group_id, uint32_t addr, bool add, struct na_error *err)
+int app_net_nft_member(struct nft_batch *b, const char *group_id, uint32_t addr, bool add, struct na_error *err)
 {
         char name[APP_NET_SET_NAME_LEN];
         app_net_group_set_name(group_id, name);
-        struct nftnl_set *s = fw_set_new(b->table, name);
+        struct nftnl_set *s = nft_set_new(b->table, name);
         struct nftnl_set_elem *e = s ? nftnl_set_elem_alloc() : NULL;
         if (s && !e) {
                 nftnl_set_free(s);
@@ -134,14 +134,14 @@ int app_net_nft_member(struct fw_batch *b, const char *group_id, uint32_t addr, 
         }
         char a[16];
         app_net_addr_str(addr, a);
-        return fw_batch_add(b, add ? FW_OP_ELEM_ADD : FW_OP_ELEM_DEL, s, err, "%s of group %s: %s",
+        return nft_batch_add(b, add ? NFT_OP_ELEM_ADD : NFT_OP_ELEM_DEL, s, err, "%s of group %s: %s",
                             add ? "member" : "former member", group_id, a);
 }
 
-static int groups_rules(struct fw_batch *b, const struct app_net_rules *rs, const char *added, const char *removed,
+static int groups_rules(struct nft_batch *b, const struct app_net_rules *rs, const char *added, const char *removed,
                         struct na_error *err)
 {
-        int r = fw_batch_add(b, FW_OP_CHAIN_FLUSH, fw_rule_new(b->table, "groups"), err, "flush of chain groups");
+        int r = nft_batch_add(b, NFT_OP_CHAIN_FLUSH, nft_rule_new(b->table, "groups"), err, "flush of chain groups");
         for (size_t i = 0; r >= 0 && i <= rs->n_groups; i++) {
                 const char *g = i < rs->n_groups ? rs->groups[i] : added;
                 if (!g || (i == rs->n_groups && !added) || (removed && strcmp(g, removed) == 0))
@@ -150,20 +150,20 @@ static int groups_rules(struct fw_batch *b, const struct app_net_rules *rs, cons
                         continue; /* listed already: once is enough */
                 char name[APP_NET_SET_NAME_LEN], what[80];
                 app_net_group_set_name(g, name);
-                struct fw_rb rb = { .r = fw_rule_new(b->table, "groups") };
+                struct nft_rb rb = { .r = nft_rule_new(b->table, "groups") };
                 e_ipv4(&rb);
-                fw_e_payload(&rb, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
-                fw_e_lookup(&rb, name, 0, false);
-                fw_e_payload(&rb, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
-                fw_e_lookup(&rb, name, 0, false);
-                fw_e_verdict(&rb, NF_ACCEPT);
+                nft_e_payload(&rb, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
+                nft_e_lookup(&rb, name, 0, false);
+                nft_e_payload(&rb, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
+                nft_e_lookup(&rb, name, 0, false);
+                nft_e_verdict(&rb, NF_ACCEPT);
                 snprintf(what, sizeof(what), "group %s rule", g);
                 r = add_rule(b, &rb, err, what);
         }
         return r;
 }
 
-int app_net_nft_groups(struct fw_batch *b, const struct app_net_rules *rs, const char *added, const char *removed,
+int app_net_nft_groups(struct nft_batch *b, const struct app_net_rules *rs, const char *added, const char *removed,
                        struct na_error *err)
 {
         int r = 0;
@@ -176,27 +176,27 @@ int app_net_nft_groups(struct fw_batch *b, const struct app_net_rules *rs, const
         return r;
 }
 
-int app_net_nft_ports(struct fw_batch *b, const struct app_net_rules *rs, struct na_error *err)
+int app_net_nft_ports(struct nft_batch *b, const struct app_net_rules *rs, struct na_error *err)
 {
-        int r = fw_batch_add(b, FW_OP_CHAIN_FLUSH, fw_rule_new(b->table, "exposures"), err,
+        int r = nft_batch_add(b, NFT_OP_CHAIN_FLUSH, nft_rule_new(b->table, "exposures"), err,
                              "flush of chain exposures");
         for (size_t i = 0; r >= 0 && i < rs->n_ports; i++) {
                 const struct app_net_port *p = &rs->ports[i];
-                struct fw_rb rb = { .r = fw_rule_new(b->table, "exposures") };
+                struct nft_rb rb = { .r = nft_rule_new(b->table, "exposures") };
                 e_ipv4(&rb);
                 if (rs->public_addr)
                         e_net(&rb, 16, NFT_CMP_EQ, rs->public_addr, 32);
                 else
-                        fw_e_fib_daddr_local(&rb);
-                fw_e_meta(&rb, NFT_META_L4PROTO);
-                fw_e_cmp_u8(&rb, p->l4proto);
+                        nft_e_fib_daddr_local(&rb);
+                nft_e_meta(&rb, NFT_META_L4PROTO);
+                nft_e_cmp_u8(&rb, p->l4proto);
                 uint16_t ext = htons(p->external), cport = htons(p->container);
                 uint32_t addr = htonl(p->addr);
-                fw_e_payload(&rb, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
-                fw_e_cmp(&rb, NFT_CMP_EQ, &ext, 2);
-                fw_e_imm_data(&rb, NFT_REG_1, &addr, 4);
-                fw_e_imm_data(&rb, NFT_REG_2, &cport, 2);
-                fw_e_nat(&rb, NFT_NAT_DNAT, NFT_REG_1, NFT_REG_2);
+                nft_e_payload(&rb, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+                nft_e_cmp(&rb, NFT_CMP_EQ, &ext, 2);
+                nft_e_imm_data(&rb, NFT_REG_1, &addr, 4);
+                nft_e_imm_data(&rb, NFT_REG_2, &cport, 2);
+                nft_e_nat(&rb, NFT_NAT_DNAT, NFT_REG_1, NFT_REG_2);
                 char what[64], a[16];
                 app_net_addr_str(p->addr, a);
                 snprintf(what, sizeof(what), "port %s/%u to %s:%u", p->l4proto == IPPROTO_UDP ? "udp" : "tcp",
@@ -206,7 +206,7 @@ int app_net_nft_ports(struct fw_batch *b, const struct app_net_rules *rs, struct
         return r;
 }
 
-static int infra(struct fw_batch *b, const struct app_net_rules *rs, struct na_error *err)
+static int infra(struct nft_batch *b, const struct app_net_rules *rs, struct na_error *err)
 {
         struct nftnl_table *t = nftnl_table_alloc();
         struct nftnl_table *t2 = nftnl_table_alloc();
@@ -217,13 +217,13 @@ static int infra(struct fw_batch *b, const struct app_net_rules *rs, struct na_e
                         nftnl_table_set_u32(ts[i], NFTNL_TABLE_FAMILY, NFPROTO_INET);
                         nftnl_table_set_str(ts[i], NFTNL_TABLE_NAME, b->table);
                 }
-        int r = fw_batch_add(b, FW_OP_TABLE_ADD, t, err, "table %s", b->table);
+        int r = nft_batch_add(b, NFT_OP_TABLE_ADD, t, err, "table %s", b->table);
         if (r >= 0)
-                r = fw_batch_add(b, FW_OP_TABLE_DEL, t2, err, "table %s (the old one)", b->table);
+                r = nft_batch_add(b, NFT_OP_TABLE_DEL, t2, err, "table %s (the old one)", b->table);
         else
                 nftnl_table_free(t2);
         if (r >= 0)
-                r = fw_batch_add(b, FW_OP_TABLE_ADD, t3, err, "table %s", b->table);
+                r = nft_batch_add(b, NFT_OP_TABLE_ADD, t3, err, "table %s", b->table);
         else
                 nftnl_table_free(t3);
         static const struct {
@@ -245,47 +245,47 @@ static int infra(struct fw_batch *b, const struct app_net_rules *rs, struct na_e
         if (r < 0)
                 return r;
 
-        struct fw_rb rb;
+        struct nft_rb rb;
 #define RULE(chain, what, ...)                                          \
         do {                                                            \
-                rb = (struct fw_rb){ .r = fw_rule_new(b->table, chain) }; \
+                rb = (struct nft_rb){ .r = nft_rule_new(b->table, chain) }; \
                 __VA_ARGS__;                                            \
                 if ((r = add_rule(b, &rb, err, chain ": " what)) < 0)  \
                         return r;                                       \
         } while (0)
 
         /* The base chains of the groups go first: regular chains exist before a jump to them. */
-        RULE("from-app", "established", fw_e_ct_established(&rb); fw_e_verdict(&rb, NF_ACCEPT));
-        RULE("from-app", "exposures", fw_e_ct_status_dnat(&rb); fw_e_verdict(&rb, NF_ACCEPT));
+        RULE("from-app", "established", nft_e_ct_established(&rb); nft_e_verdict(&rb, NF_ACCEPT));
+        RULE("from-app", "exposures", nft_e_ct_status_dnat(&rb); nft_e_verdict(&rb, NF_ACCEPT));
         RULE("from-app", "groups", e_jump(&rb, "groups"));
-        RULE("from-app", "other apps", e_ifprefix(&rb, NFT_META_OIFNAME, APP_NET_IF_PREFIX); fw_e_counter(&rb);
-             fw_e_verdict(&rb, NF_DROP));
-        RULE("from-app", "servers", e_ifprefix(&rb, NFT_META_OIFNAME, "nav"); fw_e_counter(&rb);
-             fw_e_verdict(&rb, NF_DROP));
-        RULE("from-app", "link-local", e_ipv4(&rb); e_net(&rb, 16, NFT_CMP_EQ, 0xa9fe0000u, 16); fw_e_counter(&rb);
-             fw_e_verdict(&rb, NF_DROP));
+        RULE("from-app", "other apps", e_ifprefix(&rb, NFT_META_OIFNAME, APP_NET_IF_PREFIX); nft_e_counter(&rb);
+             nft_e_verdict(&rb, NF_DROP));
+        RULE("from-app", "servers", e_ifprefix(&rb, NFT_META_OIFNAME, "nav"); nft_e_counter(&rb);
+             nft_e_verdict(&rb, NF_DROP));
+        RULE("from-app", "link-local", e_ipv4(&rb); e_net(&rb, 16, NFT_CMP_EQ, 0xa9fe0000u, 16); nft_e_counter(&rb);
+             nft_e_verdict(&rb, NF_DROP));
         RULE("from-app", "app network", e_ipv4(&rb); e_net(&rb, 16, NFT_CMP_EQ, rs->range.base, rs->range.prefix);
-             fw_e_counter(&rb); fw_e_verdict(&rb, NF_DROP));
-        RULE("from-app", "ipv6", fw_e_meta(&rb, NFT_META_NFPROTO); fw_e_cmp_u8(&rb, NFPROTO_IPV6);
-             fw_e_verdict(&rb, NF_DROP));
-        RULE("to-app", "established", fw_e_ct_established(&rb); fw_e_verdict(&rb, NF_ACCEPT));
-        RULE("to-app", "exposures", fw_e_ct_status_dnat(&rb); fw_e_verdict(&rb, NF_ACCEPT));
-        RULE("to-app", "the rest", fw_e_counter(&rb); fw_e_verdict(&rb, NF_DROP));
+             nft_e_counter(&rb); nft_e_verdict(&rb, NF_DROP));
+        RULE("from-app", "ipv6", nft_e_meta(&rb, NFT_META_NFPROTO); nft_e_cmp_u8(&rb, NFPROTO_IPV6);
+             nft_e_verdict(&rb, NF_DROP));
+        RULE("to-app", "established", nft_e_ct_established(&rb); nft_e_verdict(&rb, NF_ACCEPT));
+        RULE("to-app", "exposures", nft_e_ct_status_dnat(&rb); nft_e_verdict(&rb, NF_ACCEPT));
+        RULE("to-app", "the rest", nft_e_counter(&rb); nft_e_verdict(&rb, NF_DROP));
         RULE("forward", "from apps", e_ifprefix(&rb, NFT_META_IIFNAME, APP_NET_IF_PREFIX); e_jump(&rb, "from-app"));
         RULE("forward", "to apps", e_ifprefix(&rb, NFT_META_OIFNAME, APP_NET_IF_PREFIX); e_jump(&rb, "to-app"));
-        RULE("input", "replies", e_ifprefix(&rb, NFT_META_IIFNAME, APP_NET_IF_PREFIX); fw_e_ct_established(&rb);
-             fw_e_verdict(&rb, NF_ACCEPT));
-        RULE("input", "the node", e_ifprefix(&rb, NFT_META_IIFNAME, APP_NET_IF_PREFIX); fw_e_counter(&rb);
-             fw_e_verdict(&rb, NF_DROP));
+        RULE("input", "replies", e_ifprefix(&rb, NFT_META_IIFNAME, APP_NET_IF_PREFIX); nft_e_ct_established(&rb);
+             nft_e_verdict(&rb, NF_ACCEPT));
+        RULE("input", "the node", e_ifprefix(&rb, NFT_META_IIFNAME, APP_NET_IF_PREFIX); nft_e_counter(&rb);
+             nft_e_verdict(&rb, NF_DROP));
         RULE("prerouting", "exposures", e_jump(&rb, "exposures"));
         RULE("output", "exposures", e_jump(&rb, "exposures"));
         RULE("postrouting", "masquerade", e_ipv4(&rb); e_net(&rb, 12, NFT_CMP_EQ, rs->range.base, rs->range.prefix);
-             e_net(&rb, 16, NFT_CMP_NEQ, rs->range.base, rs->range.prefix); fw_e_masq(&rb));
+             e_net(&rb, 16, NFT_CMP_NEQ, rs->range.base, rs->range.prefix); nft_e_masq(&rb));
 #undef RULE
         return 0;
 }
 
-int app_net_nft_full(struct fw_batch *b, const struct app_net_rules *rs, const char *const *members_of_groups,
+int app_net_nft_full(struct nft_batch *b, const struct app_net_rules *rs, const char *const *members_of_groups,
                      const uint32_t *member_addrs, size_t n_members, struct na_error *err)
 {
         int r = infra(b, rs, err);

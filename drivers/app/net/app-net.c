@@ -105,9 +105,9 @@ void app_net_rules_clear(struct app_net_rules *rs)
         rs->ports = NULL;
 }
 
-int app_net_apply(struct app_net *n, struct fw_batch *b, struct na_error *err)
+int app_net_apply(struct app_net *n, struct nft_batch *b, struct na_error *err)
 {
-        int r = fw_nl_apply(&n->nl, b, err);
+        int r = nft_nl_apply(&n->nl, b, err);
         return r < 0 ? na_error_prefix(err, "app network: nftables table %s", n->table) : 0;
 }
 
@@ -285,7 +285,7 @@ int app_net_open(const struct app_net_options *o, struct app_net **ret, struct n
         if (r >= 0)
                 r = load(n, err);
         if (r >= 0)
-                r = fw_nl_open(&n->nl, -1, err);
+                r = nft_nl_open(&n->nl, -1, err);
         if (r < 0)
                 return na_error_prefix(err, "app network");
         n->nl_open = true;
@@ -311,8 +311,8 @@ int app_net_reconcile(struct app_net *n, struct na_error *err)
                 return r;
         _cleanup_free_ const char **gv = calloc(n->n + 1, sizeof(*gv));
         _cleanup_free_ uint32_t *av = calloc(n->n + 1, sizeof(*av));
-        struct fw_batch b;
-        fw_batch_init(&b, n->table);
+        struct nft_batch b;
+        nft_batch_init(&b, n->table);
         if (!gv || !av)
                 r = na_error_sys(err, ENOMEM, "app network");
         for (size_t i = 0; r >= 0 && i < n->n; i++) {
@@ -323,7 +323,7 @@ int app_net_reconcile(struct app_net *n, struct na_error *err)
                 r = app_net_nft_full(&b, &rs, gv, av, n->n, err);
         if (r >= 0)
                 r = app_net_apply(n, &b, err);
-        fw_batch_clear(&b);
+        nft_batch_clear(&b);
         app_net_rules_clear(&rs);
         return r;
 }
@@ -336,7 +336,7 @@ void app_net_close(struct app_net *n)
                 json_decref(n->m[i].exposures);
         free(n->m);
         if (n->nl_open)
-                fw_nl_close(&n->nl);
+                nft_nl_close(&n->nl);
         if (n->rtnl)
                 mnl_socket_close(n->rtnl);
         free(n->resolver);
@@ -359,8 +359,8 @@ static int group_move_locked(struct app_net *n, struct app_net_member *m, const 
         int r = app_net_rules_fill(n, &rs, err);
         if (r < 0)
                 return r;
-        struct fw_batch b;
-        fw_batch_init(&b, n->table);
+        struct nft_batch b;
+        nft_batch_init(&b, n->table);
         const char *added = g[0] && group_size(n, g) == 0 ? g : NULL;
         const char *removed = old[0] && group_size(n, old) == 1 ? old : NULL;
         if (old[0])
@@ -371,7 +371,7 @@ static int group_move_locked(struct app_net *n, struct app_net_member *m, const 
                 r = app_net_nft_member(&b, g, m->addr, true, err);
         if (r >= 0)
                 r = app_net_apply(n, &b, err);
-        fw_batch_clear(&b);
+        nft_batch_clear(&b);
         app_net_rules_clear(&rs);
         if (r < 0)
                 return na_error_prefix(err, "app %s: group %s", m->id, g[0] ? g : "(none)");

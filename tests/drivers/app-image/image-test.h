@@ -26,7 +26,7 @@ static inline char *mkimage(const char *layout, const char *tag, ...)
 {
         const char *src = getenv("NA_SOURCE_DIR");
         char script[4096];
-        snprintf(script, sizeof(script), "%s/tests/app/mkimage.py", src && *src ? src : NA_TEST_SOURCE_DIR);
+        snprintf(script, sizeof(script), "%s/tests/harness/mkimage.py", src && *src ? src : NA_TEST_SOURCE_DIR);
         const char *argv[64] = { "/usr/bin/python3", script, "--layout", layout, "--tag", tag };
         size_t n = 6;
         va_list ap;

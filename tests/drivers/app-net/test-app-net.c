@@ -202,14 +202,14 @@ static void test_files(void **state)
         free(t);
 }
 
-static void render(struct fw_batch *b, const char *golden)
+static void render(struct nft_batch *b, const char *golden)
 {
         char *text = NULL;
         struct na_error err = NA_ERROR_INIT;
-        assert_int_equal(fw_batch_render(b, &text, &err), 0);
+        assert_int_equal(nft_batch_render(b, NULL, &text, &err), 0);
         fwt_golden(golden, text);
         free(text);
-        fw_batch_clear(b);
+        nft_batch_clear(b);
 }
 
 static void test_golden(void **state)
@@ -225,20 +225,20 @@ static void test_golden(void **state)
         assert_int_equal(app_net_range_parse("10.88.0.0/16", &rs.range, &why), 0);
         const char *mg[] = { G1, G1, G2, NULL };
         uint32_t ma[] = { ip("10.88.0.2"), ip("10.88.0.3"), ip("10.88.0.4"), ip("10.88.0.5") };
-        struct fw_batch b;
-        fw_batch_init(&b, APP_NET_DEFAULT_TABLE);
+        struct nft_batch b;
+        nft_batch_init(&b, APP_NET_DEFAULT_TABLE);
         assert_int_equal(app_net_nft_full(&b, &rs, mg, ma, 4, &err), 0);
         render(&b, "tests/drivers/app-net/golden/full.txt");
 
         /* A join into an existing group: one element out, one in (O(1)); no rule changes. */
-        fw_batch_init(&b, APP_NET_DEFAULT_TABLE);
+        nft_batch_init(&b, APP_NET_DEFAULT_TABLE);
         assert_int_equal(app_net_nft_member(&b, G2, ip("10.88.0.4"), false, &err), 0);
         assert_int_equal(app_net_nft_member(&b, G1, ip("10.88.0.4"), true, &err), 0);
         assert_int_equal(b.n, 2);
         render(&b, "tests/drivers/app-net/golden/join.txt");
 
         /* A new group and an emptied one: the set made, the groups chain again, the old set deleted. */
-        fw_batch_init(&b, APP_NET_DEFAULT_TABLE);
+        nft_batch_init(&b, APP_NET_DEFAULT_TABLE);
         rs.public_addr = 0; /* every local address */
         assert_int_equal(app_net_nft_groups(&b, &rs, "2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", G2, &err), 0);
         assert_int_equal(app_net_nft_ports(&b, &rs, &err), 0);
