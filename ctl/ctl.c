@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "agent/daemon/config.h"
+#include "agent/base/config.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "common/uuid.h"

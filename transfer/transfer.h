@@ -8,7 +8,7 @@
  * S3-style multipart uploads when the transfer carries part URLs.
  *
  *   struct transfer_options o;
- *   services_transfer_options(job_services(ctx), &o);  // agent/daemon/services.h: ca_file, part_size, allow_insecure_http
+ *   services_transfer_options(job_services(ctx), &o);  // agent/base/services.h: ca_file, part_size, allow_insecure_http
  *   struct transfer_result res;
  *   r = transfer_get(&o, t, fd, progress, &res, &err);          // into fd (truncated first)
  *   r = transfer_put(&o, t, fd, size, progress, &res, &err);    // size bytes of fd from offset 0

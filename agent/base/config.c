@@ -1,4 +1,4 @@
-#include "agent/daemon/config.h"
+#include "agent/base/config.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -10,7 +10,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "agent/daemon/log.h"
+#include "agent/base/log.h"
 #include "common/fileio.h"
 #include "common/uuid.h"
 #include "firewall/fw.h"

@@ -1,4 +1,4 @@
-#include "agent/daemon/log.h"
+#include "agent/base/log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>

@@ -1,4 +1,4 @@
-#include "agent/daemon/loop.h"
+#include "agent/base/loop.h"
 
 #include <limits.h>
 #include <pthread.h>

@@ -15,8 +15,8 @@
 
 #include "agent/console/console-internal.h"
 #include "agent/jobs/jobs.h"
-#include "agent/daemon/log.h"
-#include "agent/daemon/services.h"
+#include "agent/base/log.h"
+#include "agent/base/services.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "common/uuid.h"

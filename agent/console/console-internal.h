@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "agent/console/consoles.h"
-#include "agent/daemon/loop.h"
+#include "agent/base/loop.h"
 #include "agent/console/ws.h"
 #include "proto/console.h"
 

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "agent/console/console-internal.h"
-#include "agent/daemon/log.h"
-#include "agent/daemon/services.h"
+#include "agent/base/log.h"
+#include "agent/base/services.h"
 #include "drivers/vm.h"
 
 #define CONSOLE_VPS_HIGH (512u * 1024u)

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "agent/console/console-internal.h"
-#include "agent/daemon/log.h"
-#include "agent/daemon/services.h"
+#include "agent/base/log.h"
+#include "agent/base/services.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"

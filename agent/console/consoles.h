@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "agent/daemon/loop.h"
+#include "agent/base/loop.h"
 #include "agent/console/ws.h"
 #include "common/error.h"
 #include "proto/console.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/daemon/config.h"
+#include "agent/base/config.h"
 #include "agent/console/ws.h"
 #include "common/macro.h"
 

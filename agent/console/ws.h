@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/daemon/loop.h"
+#include "agent/base/loop.h"
 #include "common/error.h"
 
 #define WS_HEAD_MAX 16384 /* the relay's HTTP answer head */

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "agent/control/control-request.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "agent/jobs/workers.h"
 #include "common/json-cleanup.h"
 #include "common/uuid.h"

@@ -19,7 +19,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "agent/daemon/loop.h"
+#include "agent/base/loop.h"
 #include "common/error.h"
 
 struct agent_services;

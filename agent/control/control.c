@@ -9,8 +9,8 @@
 
 #include "agent/control/control-apps.h"
 #include "agent/control/control-request.h"
-#include "agent/daemon/log.h"
-#include "agent/daemon/services.h"
+#include "agent/base/log.h"
+#include "agent/base/services.h"
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"

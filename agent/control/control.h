@@ -24,7 +24,7 @@
 #include <jansson.h>
 
 #include "agent/jobs/jobs.h"
-#include "agent/daemon/loop.h"
+#include "agent/base/loop.h"
 
 struct agent_services;
 

@@ -4,7 +4,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "agent/daemon/log.h"
+#include "agent/base/log.h"
 #include "common/timeutil.h"
 #include "metrics/metrics.h"
 

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "agent/daemon/config.h"
+#include "agent/base/config.h"
 #include "common/error.h"
 
 struct agent;

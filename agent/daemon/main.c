@@ -3,9 +3,9 @@
 #include <malloc.h>
 #include <stdio.h>
 
-#include "agent/daemon/config.h"
+#include "agent/base/config.h"
 #include "agent/daemon/daemon.h"
-#include "agent/daemon/log.h"
+#include "agent/base/log.h"
 #include "common/spawnd.h"
 
 static void usage(FILE *f)

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "agent/daemon/loop.h"
+#include "agent/base/loop.h"
 #include "common/error.h"
 
 struct prometheus;

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/daemon/log.h"
-#include "agent/daemon/services.h"
+#include "agent/base/log.h"
+#include "agent/base/services.h"
 #include "common/json-cleanup.h"
 #include "common/macro.h"
 #include "drivers/app.h"

@@ -23,7 +23,7 @@
  */
 #pragma once
 
-#include "agent/daemon/config.h"
+#include "agent/base/config.h"
 #include "common/error.h"
 #include "drivers/app-routes.h"
 

@@ -3,7 +3,7 @@
  * others: the VM handlers call vps_added/vps_removed, and this file turns those into
  * metrics tracking and the removal of the server's firewall chains.
  */
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "agent/daemon/selfpath.h"
 
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "agent/daemon/collector.h"
-#include "agent/daemon/config.h"
-#include "agent/daemon/log.h"
+#include "agent/base/config.h"
+#include "agent/base/log.h"
 #include "agent/daemon/routes.h"
 #include "agent/daemon/sftpd-service.h"
 #include "agent/daemon/vm-module-load.h"

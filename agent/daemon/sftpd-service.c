@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/daemon/config.h"
-#include "agent/daemon/log.h"
+#include "agent/base/config.h"
+#include "agent/base/log.h"
 #include "common/macro.h"
 #include "common/spawn.h"
 #include "common/spawnd.h"

@@ -47,7 +47,7 @@ struct job_kind {
  */
 #define JOB_KIND(var, kind_name, ...) const struct job_kind var = { .name = kind_name, __VA_ARGS__ }
 
-/* A NULL-terminated list of kinds, one per module (agent/jobs/job-registry.c gathers them). */
+/* A NULL-terminated list of kinds, one per module (agent/kinds/kind-registry.c gathers them). */
 typedef const struct job_kind *const job_kind_list[];
 
 const struct agent_services *job_services(struct job_ctx *ctx);

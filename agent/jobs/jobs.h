@@ -14,8 +14,8 @@
 #include <stdint.h>
 
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/loop.h"
-#include "agent/daemon/services.h"
+#include "agent/base/loop.h"
+#include "agent/base/services.h"
 #include "proto/job.h"
 
 enum job_stop {
@@ -112,7 +112,7 @@ struct jobs_counters {
 };
 void jobs_counters(const struct jobs *jobs, struct jobs_counters *out);
 
-/* The registry (agent/jobs/job-registry.c). */
+/* The registry (agent/kinds/kind-registry.c). */
 const struct job_kind *job_kind_find(const char *name);
 /* All kind names, for hello's capabilities.jobKinds. */
 json_t *job_kinds_json(void);

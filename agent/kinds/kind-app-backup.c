@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/log.h"
-#include "agent/daemon/services.h"
+#include "agent/base/log.h"
+#include "agent/base/services.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
 #include "volume/app-fs-tmp.h"

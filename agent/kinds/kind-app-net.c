@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "drivers/app.h"
 #include "proto/app-exposure.h"
 

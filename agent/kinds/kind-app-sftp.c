@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/daemon/config.h"
+#include "agent/base/config.h"
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "agent/daemon/sftpd-service.h"
 #include "drivers/app.h"
 #include "proto/app-sftp.h"

@@ -9,7 +9,7 @@
 
 #include "agent/jobs/job-kind.h"
 #include "agent/daemon/sftpd-service.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "drivers/app.h"
 #include "proto/app-params.h"
 

@@ -8,7 +8,7 @@
 
 #include "agent/console/consoles.h"
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "proto/console.h"
 
 static int open_decode(json_t *params, void **ret, struct na_error *err)

@@ -15,12 +15,12 @@
 #include <stdlib.h>
 
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "common/json-cleanup.h"
 #include "firewall/fw.h"
 #include "proto/firewall.h"
 
-extern job_kind_list fw_job_kinds; /* gathered by agent/jobs/job-registry.c */
+extern job_kind_list fw_job_kinds; /* gathered by agent/kinds/kind-registry.c */
 
 static struct fw *firewall(struct job_ctx *ctx, struct na_error *err)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
 #include "metrics/metrics.h"

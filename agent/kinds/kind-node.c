@@ -1,7 +1,7 @@
 /* Kinds that act on the node itself (agent API 4.0). */
 #include "agent/daemon/daemon.h"
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 
 static int node_status_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
 {

@@ -25,7 +25,7 @@
 #include <time.h>
 
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "common/fileio.h"
 #include "proto/decode.h"
 

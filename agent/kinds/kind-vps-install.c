@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 
 static const char *const create_stages[] = { "preparing-disk", "writing-image", "configuring", "booting", NULL };
 static const char *const reinstall_stages[] = { "stopping", "preparing-disk", "writing-image", "configuring",

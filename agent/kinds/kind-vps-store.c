@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 
 static const char *const backup_stages[] = { "exporting", "compressing", NULL };
 

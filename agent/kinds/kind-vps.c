@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 
 int vps_job_begin(struct job_ctx *ctx, struct vps_job *j, struct na_error *err)
 {

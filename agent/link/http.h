@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent/daemon/loop.h"
+#include "agent/base/loop.h"
 #include "common/error.h"
 
 #define HTTP_BODY_MAX (16u << 20) /* a larger answer is cut off and fails */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "agent/link/link-internal.h"
-#include "agent/daemon/log.h"
+#include "agent/base/log.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "proto/job.h"

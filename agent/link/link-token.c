@@ -4,7 +4,7 @@
 #include <sys/inotify.h>
 
 #include "agent/link/link-internal.h"
-#include "agent/daemon/log.h"
+#include "agent/base/log.h"
 
 #define TOKEN_MAX 4096
 

@@ -13,11 +13,11 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "agent/daemon/config.h"
+#include "agent/base/config.h"
 #include "agent/link/hostinfo.h"
 #include "agent/jobs/jobs.h"
 #include "agent/jobs/jobstore.h"
-#include "agent/daemon/loop.h"
+#include "agent/base/loop.h"
 #include "agent/link/reports.h"
 #include "proto/wire.h"
 

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "agent/kinds/kind-vps.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"

@@ -1,5 +1,5 @@
 /*
- * A libFuzzer entry for the configuration file (agent/daemon/config.c): the input is the
+ * A libFuzzer entry for the configuration file (agent/base/config.c): the input is the
  * text of nodeagent.conf, parsed by config_parse (config_load without the file
  * system). The parser must never crash or leak, must always return a configuration
  * (only memory can fail it), and must report each problem as exactly one
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/daemon/config.h"
+#include "agent/base/config.h"
 #include "common/macro.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,5 +1,5 @@
 /*
- * agent/daemon/config.h: defaults, a clean file, and every error path, each reported as
+ * agent/base/config.h: defaults, a clean file, and every error path, each reported as
  * exactly "FILE:LINE: key: reason".
  */
 #include <setjmp.h>
@@ -10,8 +10,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "agent/daemon/config.h"
-#include "agent/daemon/log.h"
+#include "agent/base/config.h"
+#include "agent/base/log.h"
 #include "common/unit.h"
 
 #define NODE_ID "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"

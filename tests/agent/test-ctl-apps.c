@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 
 #include "agent/control/control.h"
-#include "agent/daemon/log.h"
+#include "agent/base/log.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "common/unit.h"

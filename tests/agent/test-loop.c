@@ -1,5 +1,5 @@
 /*
- * agent/daemon/loop.h: timers fire in deadline order, re-arm replaces, disarm, loop_post from
+ * agent/base/loop.h: timers fire in deadline order, re-arm replaces, disarm, loop_post from
  * other threads keeps each thread's order, fd watches, signals, quit codes.
  * Every test has a watchdog timer: a bug fails the test instead of hanging it.
  */
@@ -15,7 +15,7 @@
 
 #include <fcntl.h>
 
-#include "agent/daemon/loop.h"
+#include "agent/base/loop.h"
 #include "common/timeutil.h"
 
 #define WATCHDOG_MS 20000

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "common/json-cleanup.h"
 #include "firewall/fw.h"
 #include "fw-test.h"

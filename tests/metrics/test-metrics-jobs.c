@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "fixture.h"

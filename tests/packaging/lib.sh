@@ -9,7 +9,7 @@ set -eu
 : "${NA_BUILD_DIR:?NA_BUILD_DIR not set (run through ctest)}"
 
 PKG_SRC=$NA_SOURCE_DIR/packaging
-CONFIG_C=$NA_SOURCE_DIR/agent/daemon/config.c
+CONFIG_C=$NA_SOURCE_DIR/agent/base/config.c
 TEST_NAME=${0##*/}
 failures=0
 
@@ -48,7 +48,7 @@ make_scratch() {
 	trap 'rm -rf "$SCRATCH"' EXIT
 }
 
-# The keys table of agent/daemon/config.c, one "section key required default" line per key
+# The keys table of agent/base/config.c, one "section key required default" line per key
 # (default is the C literal: "text" or NULL).  Dies if the table cannot be read, so
 # that a reformatted table is noticed rather than silently checking nothing.
 config_keys() {

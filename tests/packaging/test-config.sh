@@ -1,6 +1,6 @@
 #!/bin/sh
 # The shipped default configuration (packaging/nodeagent.conf):
-#  - lists every key of agent/daemon/config.c once, in its section: required keys active with
+#  - lists every key of agent/base/config.c once, in its section: required keys active with
 #    a placeholder, the others commented out ("#key = value") with their default;
 #  - as shipped, `nodeagentd --check-config` fails (exit 2) with exactly one
 #    FILE:LINE: key: reason line per placeholder, at the placeholder's line;
@@ -24,7 +24,7 @@ conf_lines() {
 
 config_keys >"$SCRATCH/keys"
 conf_lines "$CONF" >"$SCRATCH/lines"
-info "$(wc -l <"$SCRATCH/keys") keys in agent/daemon/config.c, $(wc -l <"$SCRATCH/lines") key lines in nodeagent.conf"
+info "$(wc -l <"$SCRATCH/keys") keys in agent/base/config.c, $(wc -l <"$SCRATCH/lines") key lines in nodeagent.conf"
 
 # 1. Every key present once, in the right form, with the right default.
 while read -r section key required def; do
@@ -46,7 +46,7 @@ while read -r section key required def; do
 		[ "$state" = commented ] || fail "[$section] $key is optional: it must be commented out (#$key = ...)"
 		if [ "$def" != NULL ]; then
 			want=$(printf '%s' "$def" | sed 's/^"//; s/"$//')
-			[ "$value" = "$want" ] || fail "[$section] $key: shows '$value', the default in agent/daemon/config.c is '$want'"
+			[ "$value" = "$want" ] || fail "[$section] $key: shows '$value', the default in agent/base/config.c is '$want'"
 		fi
 	fi
 	# A comment right above the key says what it is.
@@ -59,7 +59,7 @@ while read -r section key required def; do
 done <"$SCRATCH/keys"
 # ... and nothing else.
 while read -r section key state value line; do
-	grep -q "^$section $key " "$SCRATCH/keys" || fail "nodeagent.conf:$line: [$section] $key is not a key of agent/daemon/config.c"
+	grep -q "^$section $key " "$SCRATCH/keys" || fail "nodeagent.conf:$line: [$section] $key is not a key of agent/base/config.c"
 done <"$SCRATCH/lines"
 
 # 2. As shipped: one problem per placeholder, at its line, exit 2.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The man pages (docs/man): groff finds nothing to warn about, the built pages carry
-# the version, nodeagent.conf(5) documents every key of agent/daemon/config.c, and the two
+# the version, nodeagent.conf(5) documents every key of agent/base/config.c, and the two
 # command pages document every long option of agent/daemon/main.c and ctl/ctl.c.
 . "$(dirname "$0")/lib.sh"
 

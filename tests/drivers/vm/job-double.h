@@ -6,7 +6,7 @@
 #pragma once
 
 #include "agent/jobs/job-kind.h"
-#include "agent/daemon/services.h"
+#include "agent/base/services.h"
 
 struct job_ctx {
         const struct agent_services *services;
