@@ -1,9 +1,9 @@
 /*
- * Files that replace their target only when complete (volume/app-fs-tmp.h): an
+ * Files that replace their target only when complete (volume/volume.h): an
  * O_TMPFILE in the target's directory (resolved beneath the volume's root), linked
  * under a hidden random name and renamed over the target on commit.
  */
-#include "volume/app-fs-tmp.h"
+#include "volume/volume.h"
 
 #include <errno.h>
 #include <fcntl.h>

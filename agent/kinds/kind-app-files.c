@@ -13,7 +13,6 @@
 #include "agent/base/services.h"
 #include "common/timeutil.h"
 #include "drivers/app.h"
-#include "volume/app-fs-tmp.h"
 #include "volume/volume.h"
 #include "transfer/transfer.h"
 #include "proto/app-files-transfer.h"

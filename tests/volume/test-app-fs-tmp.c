@@ -8,7 +8,6 @@
 
 #include <dirent.h>
 
-#include "volume/app-fs-tmp.h"
 
 static int leftovers(const char *dir)
 {
