@@ -1,7 +1,7 @@
 /*
  * The control socket's request lines (agent/control/control.h lists them), decoded without a
  * socket: agent/control/control.c reads a line and hands it here, then acts on what comes
- * back; the fuzz target tests/agent/fuzz-control.c feeds lines straight in.
+ * back; the fuzz target tests/agent/control/fuzz-control.c feeds lines straight in.
  *
  *   enum control_cmd cmd;
  *   _cleanup_json_ json_t *req = NULL;

@@ -1,7 +1,7 @@
 /*
  * The real nodeagentctl (from the build tree, $NA_BUILD_DIR/ctl/nodeagentctl)
  * against a real control socket served by this test with a fake app driver table
- * (tests/agent/fake-app.h): the apps table and --json, logs with -n and --since
+ * (tests/agent/control/fake-app.h): the apps table and --json, logs with -n and --since
  * (paging past the agent's 1000 lines per answer), APP_NOT_FOUND and apps off (exit
  * 1), argument checks (exit 2), an unreachable agent (exit 3), and logs -f: lines
  * that arrive after it started are printed, SIGINT ends it with 0, and an agent that
@@ -27,7 +27,7 @@
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "common/unit.h"
-#include "fake-app.h"
+#include "agent/control/fake-app.h"
 
 
 #define WATCHDOG_MS 60000

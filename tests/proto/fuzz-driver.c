@@ -10,7 +10,7 @@
  *   fuzz-job-driver CORPUS_DIR [MUTATIONS] [SEED]
  *
  * The same driver runs every fuzz entry of the project (fuzz-job.c here, the params
- * decoders of every job kind in tests/agent/fuzz-params.c).
+ * decoders of every job kind in tests/agent/kinds/fuzz-params.c).
  */
 #include <dirent.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * {"ok":false,...} on a connection that keeps working, pipelined and split requests,
  * an over-long line closing its connection only, a client leaving before its job
  * ends, and the socket file's life (mode 0660, stale file replaced, live agent
- * refused). apps and logs against a fake app driver table (tests/agent/fake-app.h):
+ * refused). apps and logs against a fake app driver table (tests/agent/control/fake-app.h):
  * the listing with one app's status failing in its row, logs with sinceSeq and
  * limit, APP_NOT_FOUND, invalid requests, apps off, the driver never called on the
  * loop thread nor blocking it, and closing with a request under way. The loop runs

@@ -329,7 +329,7 @@ def state_format(s):
 def strict_sandbox(s):
     """sandbox = strict: the agent runs under the allow-list (Seccomp: 2) while its exec
     helper, its only child, has one filter fewer (not the agent's); the helper's death stops
-    the agent with a clear line. (A refused call: tests/agent/test-sandbox-strict.c.)"""
+    the agent with a clear line. (A refused call: tests/agent/daemon/test-sandbox-strict.c.)"""
     pid = s.agent.proc.pid
 
     def status_of(p):
