@@ -18,6 +18,7 @@ struct na_journal_writer_stats {
         uint64_t syncs;     /* fdatasync calls */
         uint64_t rewrites;
         uint64_t file_bytes;
+        uint64_t failed;    /* records and rewrites that failed, the journal whole without them */
 };
 
 /* Takes ownership of the open journal j. */
@@ -27,7 +28,12 @@ void na_journal_writer_stop(struct na_journal_writer *w);
 
 /* Queue one record (copied); returns its ticket (0 when out of memory). */
 uint64_t na_journal_writer_append(struct na_journal_writer *w, const void *data, size_t len);
-/* Block until the ticket is durable; fails with the writer's sticky error. */
+/*
+ * Block until the ticket is durable. Fails when its record could not be made durable
+ * (the journal is whole without it: a full disk, INVALID_STATE with details.state
+ * "state-directory-full", recovers by itself once there is space), or with the
+ * writer's sticky error when the journal could not be put back whole.
+ */
 int na_journal_writer_wait(struct na_journal_writer *w, uint64_t ticket, struct na_error *err);
 /* Wait for everything queued so far. */
 int na_journal_writer_flush(struct na_journal_writer *w, struct na_error *err);

@@ -17,6 +17,7 @@ struct na_journal {
         int fd;
         uint64_t size;
         char *path;
+        bool torn; /* a failed append could not be cut off: the file ends in a half record */
 };
 
 struct na_journal_out {
@@ -216,21 +217,45 @@ void na_journal_close(struct na_journal *j)
 
 int na_journal_append(struct na_journal *j, const void *data, size_t len, struct na_error *err)
 {
+        if (j->torn) {
+                /* Try again to cut the half record off before anything goes after it. */
+                if (ftruncate(j->fd, (off_t)j->size) < 0)
+                        return na_error_sys(err, errno, "journal %s: cut a half record off", j->path);
+                j->torn = false;
+        }
         int r = write_record(j->fd, j->path, data, len, err);
         if (r < 0) {
                 /* Never leave a half record in front of later ones; if even this
-                 * fails, the torn tail is cut at the next open. */
-                (void)!ftruncate(j->fd, (off_t)j->size);
+                 * fails, no append goes on until it succeeds (and the torn tail is cut
+                 * at the next open). */
+                if (ftruncate(j->fd, (off_t)j->size) < 0)
+                        j->torn = true;
                 return r;
         }
         j->size += REC_HDR + len;
         return 0;
 }
 
+bool na_journal_whole(const struct na_journal *j)
+{
+        return !j->torn;
+}
+
 int na_journal_sync(struct na_journal *j, struct na_error *err)
 {
         if (fdatasync(j->fd) < 0)
                 return na_error_sys(err, errno, "journal %s: fdatasync", j->path);
+        return 0;
+}
+
+int na_journal_truncate(struct na_journal *j, uint64_t size, struct na_error *err)
+{
+        if (size > j->size)
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "journal %s: cut to %llu of %llu bytes", j->path,
+                                    (unsigned long long)size, (unsigned long long)j->size);
+        if (ftruncate(j->fd, (off_t)size) < 0)
+                return na_error_sys(err, errno, "journal %s: cut back to %llu bytes", j->path, (unsigned long long)size);
+        j->size = size;
         return 0;
 }
 

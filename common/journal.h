@@ -38,6 +38,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct na_journal *, na_journal_close)
 int na_journal_append(struct na_journal *j, const void *data, size_t len, struct na_error *err);
 /* Make everything appended so far durable (one fdatasync for many records). */
 int na_journal_sync(struct na_journal *j, struct na_error *err);
+/* Whether the file ends where its last whole record does (false after an append that failed and could not be cut off). */
+bool na_journal_whole(const struct na_journal *j);
+/* Cut the journal back to size bytes (records appended after it are dropped). */
+int na_journal_truncate(struct na_journal *j, uint64_t size, struct na_error *err);
 
 uint64_t na_journal_size(const struct na_journal *j);
 const char *na_journal_path(const struct na_journal *j);

@@ -8,6 +8,8 @@
  * gate opens they all go out in one batch.
  */
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -344,7 +346,7 @@ static void test_rewrite_ordering(void **state)
         seen_clear(&s);
 }
 
-static void test_sticky_error(void **state)
+static void test_failed_record_alone(void **state)
 {
         struct unit_dir_fixture *f = *state;
         struct seen s = { 0 };
@@ -356,6 +358,7 @@ static void test_sticky_error(void **state)
         assert_non_null(strstr(err.message, f->path));
         na_error_clear(&err);
 
+        assert_int_equal(na_journal_writer_wait(w, na_journal_writer_append(w, "before", 6), &err), 0);
         size_t big = NA_JOURNAL_MAX_RECORD + 1;
         char *data = calloc(1, big);
         uint64_t t = na_journal_writer_append(w, data, big);
@@ -363,10 +366,56 @@ static void test_sticky_error(void **state)
         assert_int_equal(na_journal_writer_wait(w, t, &err), -EMSGSIZE);
         assert_non_null(strstr(err.message, "too large"));
         na_error_clear(&err);
-        /* The error sticks: later writes are not trusted either. */
+        /* The refused record fails alone: the journal is whole, later records go on. */
         t = na_journal_writer_append(w, "later", 5);
-        assert_int_equal(na_journal_writer_wait(w, t, &err), -EMSGSIZE);
+        assert_int_equal(na_journal_writer_wait(w, t, &err), 0);
+        struct na_journal_writer_stats st;
+        na_journal_writer_get_stats(w, &st);
+        assert_int_equal(st.failed, 1);
         na_journal_writer_stop(w);
+        replay(f->path, &s);
+        assert_int_equal(s.n, 2);
+        assert_string_equal(s.rec[0], "before");
+        assert_string_equal(s.rec[1], "later");
+        seen_clear(&s);
+}
+
+/*
+ * A file that cannot grow (RLIMIT_FSIZE here, a full disk on a node): each record that
+ * does not fit fails with the reason, the journal keeps every record before them, and
+ * once the file may grow again records are durable again, without a restart.
+ */
+static void test_full_then_room_again(void **state)
+{
+        struct unit_dir_fixture *f = *state;
+        struct seen s = { 0 };
+        struct na_journal_writer *w = start(f->path, &s);
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        char rec[512];
+        memset(rec, 'x', sizeof(rec));
+        assert_int_equal(na_journal_writer_wait(w, na_journal_writer_append(w, "kept-1", 6), &err), 0);
+        assert_int_equal(na_journal_writer_wait(w, na_journal_writer_append(w, "kept-2", 6), &err), 0);
+
+        struct rlimit old, lim;
+        assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+        lim = old;
+        lim.rlim_cur = (rlim_t)unit_file_size(f->path) + 100; /* room for less than one more record */
+        void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+        for (int i = 0; i < 50; i++) {
+                uint64_t t = na_journal_writer_append(w, rec, sizeof(rec));
+                assert_int_equal(na_journal_writer_wait(w, t, &err), -EFBIG);
+                na_error_clear(&err);
+        }
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+        signal(SIGXFSZ, prev);
+        assert_int_equal(na_journal_writer_wait(w, na_journal_writer_append(w, "room-again", 10), &err), 0);
+        na_journal_writer_stop(w);
+        replay(f->path, &s);
+        assert_int_equal(s.n, 3);
+        assert_string_equal(s.rec[0], "kept-1");
+        assert_string_equal(s.rec[1], "kept-2");
+        assert_string_equal(s.rec[2], "room-again");
         seen_clear(&s);
 }
 
@@ -378,7 +427,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_group_commit_single_thread, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_group_commit_threads, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rewrite_ordering, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_sticky_error, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_failed_record_alone, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_full_then_room_again, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
