@@ -115,19 +115,21 @@ static uint64_t image_mb(uint64_t quota_mb)
  */
 static int allocate_image(int fd, const char *image, uint64_t size, struct na_error *err)
 {
-        int r = posix_fallocate(fd, 0, (off_t)size);
+        struct stat st;
+        struct statvfs sv;
+        if (fstat(fd, &st) < 0 || fstatvfs(fd, &sv) < 0)
+                return na_error_sys(err, errno, "volume: allocate %s", image);
+        uint64_t have = (uint64_t)st.st_blocks * 512, avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        uint64_t need = size > have ? size - have : 0;
+        /* Asked first: a fallocate that fails half-way holds what it took until the caller gives it back. */
+        int r = need > avail ? ENOSPC : posix_fallocate(fd, 0, (off_t)size);
         if (r == 0)
                 return 0;
         if (r == ENOSPC || r == EDQUOT) {
-                struct statvfs sv;
-                uint64_t avail = fstatvfs(fd, &sv) == 0 ? (uint64_t)sv.f_bavail * sv.f_frsize : 0;
-                struct stat st;
-                uint64_t have = fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
                 r = na_error_set(err, ENOSPC, NA_E_DRIVER,
                                  "volume %s: the node's storage has not the %llu MB this volume needs "
                                  "(%llu MB free): nothing was changed",
-                                 image, (unsigned long long)((size - (have < size ? have : size) + MB - 1) / MB),
-                                 (unsigned long long)(avail / MB));
+                                 image, (unsigned long long)((need + MB - 1) / MB), (unsigned long long)(avail / MB));
                 na_error_detail(err, "reason", json_string("node-storage-full"));
                 return r;
         }
