@@ -152,8 +152,11 @@ struct app_driver {
         int (*backup_open)(struct app_conn *conn, const char *app_id, const char *backup_id, int *ret_fd,
                            struct proto_app_backup *ret_info, struct na_error *err);
         /* import, 1: an unnamed O_TMPFILE (O_RDWR) in the app's backups directory to download
-         * into; closing it without adopt leaves nothing behind. */
-        int (*backup_tmpfile)(struct app_conn *conn, const char *app_id, int *ret_fd, struct na_error *err);
+         * into; closing it without adopt leaves nothing behind. *ret_max_bytes: the largest
+         * archive adopt takes (what the app's volume quota can restore: the quota, plus
+         * 1/64 and 1 MiB for tar headers and zstd frames); the download stops there. */
+        int (*backup_tmpfile)(struct app_conn *conn, const char *app_id, int *ret_fd, uint64_t *ret_max_bytes,
+                              struct na_error *err);
         /* import, 2: hash fd (from backup_tmpfile) from offset 0, check it is zstd and, when
          * sha256 is not NULL, that it matches (else 422 VALIDATION_ERROR on "transfer.sha256", nothing kept),
          * then make it the listed backup backup_id (INVALID_STATE when that id exists). The

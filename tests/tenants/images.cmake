@@ -4,3 +4,5 @@
 # hostnames, SFTP user names and routes that stay their owner's. Root: real crun, loop
 # devices.
 na_python_cases(tenants-images-bomb ${CMAKE_CURRENT_SOURCE_DIR}/test_images_bomb.py TIMEOUT 300 LABELS apps tenants)
+na_python_cases(tenants-images-download ${CMAKE_CURRENT_SOURCE_DIR}/test_images_download.py TIMEOUT 300
+                LABELS apps tenants)
