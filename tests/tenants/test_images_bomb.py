@@ -91,7 +91,9 @@ def disk_of(s, app):
 
 def refused_bomb(s, app, tag, limit_key, timeout=300):
     t0 = time.time()
-    err = failed(app_job(s, "app.deploy", app, deploy_params(template={"image": f"busybox:{tag}"}), timeout),
+    name = f"bomb{uuid.uuid4().hex[:8]}"  # a hostname and SFTP user of its own: nobody else's
+    err = failed(app_job(s, "app.deploy", app, deploy_params(hostname=name, sftpUsername=name,
+                                                             template={"image": f"busybox:{tag}"}), timeout),
                  "DRIVER_ERROR")
     took = time.time() - t0
     msg = err["error"]
