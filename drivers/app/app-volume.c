@@ -284,6 +284,13 @@ static int mount_image(const char *image, const char *dir, bool read_only, struc
         struct stat st;
         if (fstat(image_fd, &st) < 0 || !S_ISREG(st.st_mode))
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "volume: %s is not a regular file", image);
+        /* An image made before volumes were allocated in full gets its holes filled when
+         * there is the space (its data is kept); without it, it mounts as it was. */
+        if (!read_only && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size) {
+                struct na_error e = NA_ERROR_INIT;
+                (void)allocate_image(image_fd, image, (uint64_t)st.st_size, &e);
+                na_error_clear(&e);
+        }
         char dev[32];
         _cleanup_close_ int loop_fd = loop_attach(image_fd, image, dev, err);
         if (loop_fd < 0)

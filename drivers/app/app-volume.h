@@ -59,7 +59,8 @@ int app_volume_require_project_quota(const char *storage_dir, struct na_error *e
 
 /* Make the image (must not exist, fully allocated) for a quota of quota_mb, its root owned by uid:gid. */
 int app_volume_create(const char *image, uint64_t quota_mb, uid_t uid, gid_t gid, struct na_error *err);
-/* Attach the image to a loop device and mount it at dir (created when missing). -EBUSY when mounted. */
+/* Attach the image to a loop device and mount it at dir (created when missing). -EBUSY when mounted.
+ * A sparse image (made before images were allocated in full) is allocated first when the space is there. */
 int app_volume_mount(const char *image, const char *dir, struct na_error *err);
 /* The same, read-only, noexec (a backup's snapshot of the image: its journal, if any, is replayed into it). */
 int app_volume_mount_ro(const char *image, const char *dir, struct na_error *err);

@@ -15,7 +15,8 @@ to its volume the whole time. Then:
   inode_bomb              80,000 empty files against a file system of 65,536 inodes:
                           refused at the inode reserve
   volume_needs_space      a deploy whose volume does not fit the free space is
-                          refused (node-storage-full) and leaves nothing
+                          refused (node-storage-full) and leaves nothing; a sparse
+                          image from before is allocated when it is mounted again
 
 Before the fix the bomb filled the file system (the unpack wrote until ENOSPC), the
 neighbour's volume (a sparse image) got I/O errors and went read-only, and disk.img
@@ -202,6 +203,25 @@ def inode_bomb(s):
              f"the inodes back (before {before[1]}, now {fs_free(storage(s))[1]})")
 
 
+def punch_unwritten(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size, off = os.fstat(fd).st_size, 0
+        while off < size:
+            hole = os.lseek(fd, off, os.SEEK_HOLE)
+            if hole >= size:
+                break
+            try:
+                data = os.lseek(fd, hole, os.SEEK_DATA)
+            except OSError:  # ENXIO: a hole to the end
+                data = size
+            subprocess.run(["/usr/bin/fallocate", "--punch-hole", "-o", str(hole), "-l", str(data - hole), path],
+                           check=True)
+            off = data
+    finally:
+        os.close(fd)
+
+
 @needs("root")
 @with_setup(agent_conf=small_fs_conf)
 def volume_needs_space(s):
@@ -216,6 +236,15 @@ def volume_needs_space(s):
     wait_for(lambda: fs_free(storage(s))[0] >> 20 >= free_mb - 8, 15, "the refused volume's blocks back")
     # One that fits is made whole.
     ok(app_job(s, "app.deploy", app, deploy_params(plan={"volumeQuotaMB": 32}), timeout=120))
+    fully_allocated(s, app)
+    # An image from before is sparse: its unwritten ranges (SEEK_HOLE finds them; they read
+    # as zeros, as holes do) punched out, its data kept. It is allocated when mounted again.
+    img = os.path.join(storage(s), "apps", app, "disk.img")
+    subprocess.run(["/usr/bin/umount", disk_of(s, app)], check=True)
+    punch_unwritten(img)
+    st = os.stat(img)
+    check(st.st_blocks * 512 < st.st_size // 2, f"not sparse after --dig-holes: {st.st_blocks * 512}")
+    ok(app_job(s, "app.power", app, {"action": "start"}))
     fully_allocated(s, app)
     ok(app_job(s, "app.delete", app))
 
