@@ -11,3 +11,8 @@ na_cmocka_test(test-images-route-owner SOURCES test-images-route-owner.c LIBS na
                LABELS app routes tenants)
 na_python_cases(tenants-images-hostname ${CMAKE_CURRENT_SOURCE_DIR}/test_images_hostname.py TIMEOUT 300
                 LABELS apps routes tenants)
+# The unpacker's budget on its own (no root): a zero bomb and an entry bomb stopped while written.
+# The test writes its tars with libarchive itself (naapp loads it only on first use).
+pkg_check_modules(TENANTS_IMAGES_LIBARCHIVE REQUIRED IMPORTED_TARGET libarchive)
+na_cmocka_test(test-images-unpack-budget SOURCES test-images-unpack-budget.c
+               LIBS naapp naproto nacommon PkgConfig::TENANTS_IMAGES_LIBARCHIVE LABELS unit app tenants)
