@@ -78,6 +78,11 @@ struct app_options {
         const char *apps_domain;      /* [apps] apps_domain; NULL: no domain exposures */
         const char *net_table;        /* nft table of the apps; NULL: "nodeagent_apps" */
         const struct app_routes *routes; /* domain verification and routing (drivers/app-routes.h); NULL: none */
+        /* What one image may cost the node (issue 20; drivers/app/app-image.h, app-registry.h). 0: the default. */
+        uint64_t image_unpack_max_bytes;       /* [apps] image_unpack_max_mb: data one unpack writes (8 GiB) */
+        uint64_t image_unpack_max_files;       /* [apps] image_unpack_max_files: entries one unpack makes (500000) */
+        unsigned image_unpack_reserve_percent; /* [apps] image_unpack_reserve_percent: free space and inodes kept (5) */
+        uint64_t image_pull_max_bytes;         /* [apps] image_pull_max_mb: what one pull downloads (4 GiB) */
 };
 
 struct app_driver {
@@ -148,8 +153,11 @@ struct app_driver {
         int (*backup_open)(struct app_conn *conn, const char *app_id, const char *backup_id, int *ret_fd,
                            struct proto_app_backup *ret_info, struct na_error *err);
         /* import, 1: an unnamed O_TMPFILE (O_RDWR) in the app's backups directory to download
-         * into; closing it without adopt leaves nothing behind. */
-        int (*backup_tmpfile)(struct app_conn *conn, const char *app_id, int *ret_fd, struct na_error *err);
+         * into; closing it without adopt leaves nothing behind. *ret_max_bytes: the largest
+         * archive adopt takes (what the app's volume quota can restore: the quota, plus
+         * 1/64 and 1 MiB for tar headers and zstd frames); the download stops there. */
+        int (*backup_tmpfile)(struct app_conn *conn, const char *app_id, int *ret_fd, uint64_t *ret_max_bytes,
+                              struct na_error *err);
         /* import, 2: hash fd (from backup_tmpfile) from offset 0, check it is zstd and, when
          * sha256 is not NULL, that it matches (else 422 VALIDATION_ERROR on "transfer.sha256", nothing kept),
          * then make it the listed backup backup_id (INVALID_STATE when that id exists). The

@@ -220,9 +220,20 @@ char *app_haproxy_render_config(const struct app_haproxy *h)
         return out;
 }
 
+bool app_haproxy_owner_valid(const char *owner)
+{
+        size_t n = strlen(owner);
+        if (n == 0 || n > 63)
+                return false;
+        for (const char *p = owner; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
+                        return false;
+        return true;
+}
+
 char *app_haproxy_render_map(const struct app_haproxy_route *r, size_t n)
 {
-        size_t cap = 128 + n * (254 + 64 + 2);
+        size_t cap = 128 + n * (254 + 64 + 2 + 8 + 64);
         char *out = malloc(cap);
         if (!out)
                 return NULL;
@@ -230,6 +241,8 @@ char *app_haproxy_render_map(const struct app_haproxy_route *r, size_t n)
         for (size_t i = 0; i < n; i++) {
                 char v[64];
                 app_haproxy_route_value(&r[i], v);
+                if (r[i].owner[0])
+                        len += (size_t)snprintf(out + len, cap - len, "# app %s\n", r[i].owner);
                 len += (size_t)snprintf(out + len, cap - len, "%s %s\n", r[i].hostname, v);
         }
         return out;
@@ -245,6 +258,7 @@ int app_haproxy_parse_map(const char *text, struct app_haproxy_route **ret, size
         struct app_haproxy_route *r = NULL;
         size_t n = 0, cap = 0;
         unsigned lineno = 0;
+        char owner[64] = ""; /* from a "# app <owner>" line: the next route's */
         for (const char *p = text; *p;) {
                 const char *eol = strchr(p, '\n');
                 size_t len = eol ? (size_t)(eol - p) : strlen(p);
@@ -257,6 +271,10 @@ int app_haproxy_parse_map(const char *text, struct app_haproxy_route **ret, size
                 memcpy(line, p, len);
                 line[len] = '\0';
                 p += len + (eol ? 1 : 0);
+                if (strncmp(line, "# app ", 6) == 0 && app_haproxy_owner_valid(line + 6)) {
+                        snprintf(owner, sizeof(owner), "%s", line + 6);
+                        continue;
+                }
                 if (line[0] == '#' || line[0] == '\0')
                         continue;
                 char host[256], value[128], extra[2];
@@ -291,6 +309,8 @@ int app_haproxy_parse_map(const char *text, struct app_haproxy_route **ret, size
                 snprintf(r[n].hostname, sizeof(r[n].hostname), "%s", host);
                 snprintf(r[n].ip, sizeof(r[n].ip), "%s", ip);
                 r[n].port = (unsigned)port;
+                snprintf(r[n].owner, sizeof(r[n].owner), "%s", owner);
+                owner[0] = '\0';
                 n++;
         }
         if (n)

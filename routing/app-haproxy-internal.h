@@ -36,9 +36,11 @@ bool app_haproxy_ip_canonical(const char *ip, char out[46]);
 
 /* The configuration's text (malloc'd) for h's paths and listen addresses. */
 char *app_haproxy_render_config(const struct app_haproxy *h);
-/* The map file's text: a comment line, then "hostname ip/port" per route. */
+/* The map file's text: a comment line, then "hostname ip/port" per route, after "# app <owner>" when it has one. */
 char *app_haproxy_render_map(const struct app_haproxy_route *r, size_t n);
-/* Parse a map file's text (comments and blank lines skipped); each line validated. */
+/* An owner a route can have (app ids): 1..63 letters, digits or '-'. */
+bool app_haproxy_owner_valid(const char *owner);
+/* Parse a map file's text (comments and blank lines skipped, "# app <owner>" owning the next route); each line validated. */
 int app_haproxy_parse_map(const char *text, struct app_haproxy_route **ret, size_t *ret_n, struct na_error *err);
 /* The map's value of a route: "ip/port". */
 void app_haproxy_route_value(const struct app_haproxy_route *r, char out[64]);

@@ -49,16 +49,28 @@ static int restore_file(struct app_haproxy *h, int r, struct na_error *err)
         return r;
 }
 
-static int set_route_locked(struct app_haproxy *h, const char *hostname, const char *cip, unsigned port,
-                            struct na_error *err)
+/* INVALID_STATE when the route of hostname is another owner's (owner NULL: anyone may). */
+static int check_owner(const struct app_haproxy_route *rt, const char *owner, const char *hostname, int errnum,
+                       struct na_error *err)
 {
-        int r = app_haproxy_ensure_running_locked(h, err);
-        if (r < 0)
-                return r;
+        if (!owner || !rt->owner[0] || streq(rt->owner, owner))
+                return 0;
+        int r = na_error_set(err, errnum, NA_E_INVALID_STATE, "haproxy: route %s is app %s's", hostname, rt->owner);
+        na_error_detail(err, "owner", json_string(rt->owner));
+        return r;
+}
+
+static int set_route_locked(struct app_haproxy *h, const char *owner, const char *hostname, const char *cip,
+                            unsigned port, struct na_error *err)
+{
         ssize_t i = app_haproxy_route_find(h->routes, h->n_routes, hostname);
+        int r = i >= 0 ? check_owner(&h->routes[i], owner, hostname, EEXIST, err) : 0;
+        if (r < 0 || (r = app_haproxy_ensure_running_locked(h, err)) < 0)
+                return r;
         struct app_haproxy_route nr = { .port = port };
         snprintf(nr.hostname, sizeof(nr.hostname), "%s", hostname);
         snprintf(nr.ip, sizeof(nr.ip), "%s", cip);
+        snprintf(nr.owner, sizeof(nr.owner), "%s", owner ? owner : "");
         char value[64];
         app_haproxy_route_value(&nr, value);
         _cleanup_free_ char *cmd = NULL;
@@ -66,10 +78,21 @@ static int set_route_locked(struct app_haproxy *h, const char *hostname, const c
         size_t at;
         if (i >= 0) {
                 at = (size_t)i;
-                if (streq(h->routes[at].ip, nr.ip) && h->routes[at].port == nr.port)
+                if (!owner)
+                        snprintf(nr.owner, sizeof(nr.owner), "%s", h->routes[at].owner); /* kept */
+                if (streq(h->routes[at].ip, nr.ip) && h->routes[at].port == nr.port &&
+                    streq(h->routes[at].owner, nr.owner))
                         return 0; /* already so */
                 old = h->routes[at];
                 h->routes[at] = nr;
+                if (streq(old.ip, nr.ip) && old.port == nr.port) {
+                        /* Only its owner is new: the file says it, HAProxy routes the same. */
+                        if ((r = app_haproxy_write_map(h, err)) < 0) {
+                                h->routes[at] = old;
+                                na_error_prefix(err, "haproxy: route %s", hostname);
+                        }
+                        return r;
+                }
                 cmd = na_strdupf("set map %s %s %s", h->map_path, hostname, value);
         } else {
                 at = (size_t)(-1 - i);
@@ -108,10 +131,12 @@ static int set_route_locked(struct app_haproxy *h, const char *hostname, const c
         return r;
 }
 
-int app_haproxy_set_route(struct app_haproxy *h, const char *hostname, const char *ip, unsigned port,
-                          struct na_error *err)
+int app_haproxy_set_owned_route(struct app_haproxy *h, const char *owner, const char *hostname, const char *ip,
+                                unsigned port, struct na_error *err)
 {
         char cip[46];
+        if (owner && !app_haproxy_owner_valid(owner))
+                na_error_field(err, "owner", "must be 1..63 letters, digits or '-'");
         if (!app_haproxy_hostname_valid(hostname))
                 na_error_field(err, "hostname", "must be a lowercase DNS name (a-z, 0-9, '-', labels of 1..63, at most 253)");
         if (!app_haproxy_ip_canonical(ip, cip))
@@ -122,19 +147,25 @@ int app_haproxy_set_route(struct app_haproxy *h, const char *hostname, const cha
                 return -EINVAL;
 
         pthread_mutex_lock(&h->lock);
-        int r = set_route_locked(h, hostname, cip, port, err);
+        int r = set_route_locked(h, owner, hostname, cip, port, err);
         pthread_mutex_unlock(&h->lock);
         return r;
 }
 
-static int remove_route_locked(struct app_haproxy *h, const char *hostname, struct na_error *err)
+int app_haproxy_set_route(struct app_haproxy *h, const char *hostname, const char *ip, unsigned port,
+                          struct na_error *err)
 {
-        int r = app_haproxy_ensure_running_locked(h, err);
-        if (r < 0)
-                return r;
+        return app_haproxy_set_owned_route(h, NULL, hostname, ip, port, err);
+}
+
+static int remove_route_locked(struct app_haproxy *h, const char *owner, const char *hostname, struct na_error *err)
+{
         ssize_t i = app_haproxy_route_find(h->routes, h->n_routes, hostname);
         if (i < 0)
                 return 0; /* not routed: nothing to do */
+        int r = check_owner(&h->routes[i], owner, hostname, EPERM, err);
+        if (r < 0 || (r = app_haproxy_ensure_running_locked(h, err)) < 0)
+                return r;
         size_t at = (size_t)i;
         struct app_haproxy_route old = h->routes[at];
         memmove(&h->routes[at], &h->routes[at + 1], (h->n_routes - at - 1) * sizeof(*h->routes));
@@ -156,14 +187,22 @@ static int remove_route_locked(struct app_haproxy *h, const char *hostname, stru
         return r;
 }
 
-int app_haproxy_remove_route(struct app_haproxy *h, const char *hostname, struct na_error *err)
+int app_haproxy_remove_owned_route(struct app_haproxy *h, const char *owner, const char *hostname,
+                                   struct na_error *err)
 {
         if (!app_haproxy_hostname_valid(hostname))
                 return na_error_field(err, "hostname", "must be a lowercase DNS name (a-z, 0-9, '-', labels of 1..63, at most 253)");
+        if (owner && !app_haproxy_owner_valid(owner))
+                return na_error_field(err, "owner", "must be 1..63 letters, digits or '-'");
         pthread_mutex_lock(&h->lock);
-        int r = remove_route_locked(h, hostname, err);
+        int r = remove_route_locked(h, owner, hostname, err);
         pthread_mutex_unlock(&h->lock);
         return r;
+}
+
+int app_haproxy_remove_route(struct app_haproxy *h, const char *hostname, struct na_error *err)
+{
+        return app_haproxy_remove_owned_route(h, NULL, hostname, err);
 }
 
 int app_haproxy_list_routes(struct app_haproxy *h, struct app_haproxy_route **ret, size_t *ret_n, struct na_error *err)

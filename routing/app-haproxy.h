@@ -49,6 +49,7 @@ struct app_haproxy_route {
         char hostname[254]; /* lowercase DNS name */
         char ip[46];        /* canonical text of the IPv4 or IPv6 address */
         unsigned port;      /* 1..65535 */
+        char owner[64];     /* the app whose route it is ("" when none was said); hosts.map keeps it */
 };
 
 struct app_haproxy;
@@ -71,6 +72,21 @@ int app_haproxy_set_route(struct app_haproxy *h, const char *hostname, const cha
 
 /* Stop routing hostname. Not routed: 0, nothing changes. */
 int app_haproxy_remove_route(struct app_haproxy *h, const char *hostname, struct na_error *err);
+
+/*
+ * The same, for the route of one owner (an app id: letters, digits, '-', at most 63)
+ * (issue 20: a second app took over another's domain, and deleting it left the domain
+ * unrouted). A route is never replaced or removed by another owner: both refuse with
+ * INVALID_STATE (errnum EEXIST for set, EPERM for remove) naming the owner in the
+ * message and details.owner, and change nothing. A route without an owner (set by
+ * app_haproxy_set_route, or in a hosts.map from before owners) is taken by the first
+ * owner that sets it. Owners are kept in hosts.map as a comment line "# app <owner>"
+ * before the route's line (HAProxy ignores it).
+ */
+int app_haproxy_set_owned_route(struct app_haproxy *h, const char *owner, const char *hostname, const char *ip,
+                                unsigned port, struct na_error *err);
+int app_haproxy_remove_owned_route(struct app_haproxy *h, const char *owner, const char *hostname,
+                                   struct na_error *err);
 
 /* A copy of the routes, sorted by hostname (free() the array; *ret NULL when none). */
 int app_haproxy_list_routes(struct app_haproxy *h, struct app_haproxy_route **ret, size_t *ret_n,

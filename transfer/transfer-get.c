@@ -22,6 +22,17 @@ static int body_fail(struct tx *x, int errnum, const char *what)
         return r;
 }
 
+static bool too_large(struct tx *x, uint64_t bytes)
+{
+        if (!x->o->max_bytes || bytes <= x->o->max_bytes)
+                return false;
+        na_error_set(&x->cb_err, EFBIG, NA_E_QUOTA_EXCEEDED,
+                     "%s %s: the object is larger than %s (%" PRIu64 " bytes); nothing was kept", x->verb, x->host,
+                     x->o->max_bytes_what ? x->o->max_bytes_what : "the limit", x->o->max_bytes);
+        na_error_detail(&x->cb_err, "limitBytes", json_integer((json_int_t)x->o->max_bytes));
+        return true;
+}
+
 /* The first bytes of an answer: where they go, and the object's size. */
 static bool body_start(struct tx *x)
 {
@@ -39,7 +50,7 @@ static bool body_start(struct tx *x)
                 }
                 if (x->range_total)
                         x->total = x->range_total;
-                return true;
+                return !too_large(x, x->total);
         }
         if (x->done > 0) { /* the whole object again: start over */
                 if (ftruncate(x->fd, 0) < 0) {
@@ -52,7 +63,7 @@ static bool body_start(struct tx *x)
         curl_off_t cl = -1;
         if (curl_easy_getinfo(x->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl >= 0)
                 x->total = (uint64_t)cl;
-        return true;
+        return !too_large(x, x->total);
 }
 
 static size_t write_cb(char *buf, size_t size, size_t n, void *userdata)
@@ -66,6 +77,8 @@ static size_t write_cb(char *buf, size_t size, size_t n, void *userdata)
         }
         if (x->discard)
                 return len;
+        if (too_large(x, x->done + len)) /* a body longer than it said, or one that never said */
+                return 0;
         for (size_t off = 0; off < len;) {
                 ssize_t k = RETRY_EINTR(pwrite(x->fd, buf + off, len - off, (off_t)(x->done + off)));
                 if (k < 0) {

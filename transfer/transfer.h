@@ -51,6 +51,12 @@ struct transfer_options {
         unsigned retries;         /* per request after the first try; 0: 5 */
         unsigned backoff_ms;      /* first wait, doubled each time; 0: 500 */
         const char *stage;        /* progress stage; NULL: "transferring" */
+        /* GET: the most bytes the object may have; 0: unbounded. A larger Content-Length
+         * (or Content-Range total) is refused before a byte is written, a body that
+         * grows past it as soon as it does: QUOTA_EXCEEDED (409, errnum EFBIG) naming
+         * max_bytes_what, details.limitBytes; nothing is kept. */
+        uint64_t max_bytes;
+        const char *max_bytes_what; /* "the app's volume quota": what the bound is; NULL: "the limit" */
 };
 
 struct transfer_result {

@@ -88,6 +88,12 @@ static const struct key_def keys[] = {
         { "apps", "verify_pending_sec", K_UINT, OFF(apps_verify_pending_sec), false, "300", 10, 86400 },
         { "apps", "verify_routed_sec", K_UINT, OFF(apps_verify_routed_sec), false, "3600", 10, 604800 },
         { "apps", "nft_table", K_STRING, OFF(apps_nft_table), false, "nodeagent_apps", 0, 0 },
+        /* What one image may cost the node (issue 20: an image bomb filled the apps' file system). */
+        { "apps", "image_unpack_max_mb", K_UINT, OFF(apps_image_unpack_max_mb), false, "8192", 16, 16777216 },
+        { "apps", "image_unpack_max_files", K_UINT, OFF(apps_image_unpack_max_files), false, "500000", 1000,
+          100000000 },
+        { "apps", "image_unpack_reserve_percent", K_UINT, OFF(apps_image_unpack_reserve_percent), false, "5", 1, 50 },
+        { "apps", "image_pull_max_mb", K_UINT, OFF(apps_image_pull_max_mb), false, "4096", 16, 16777216 },
 
         { "firewall", "enabled", K_BOOL, OFF(fw_enabled), false, "true", 0, 0 },
         { "firewall", "table", K_STRING, OFF(fw_table), false, "nodeagent", 0, 0 },

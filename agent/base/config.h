@@ -75,6 +75,10 @@ struct agent_config {
         int64_t apps_verify_pending_sec; /* pending domains checked again every (300) */
         int64_t apps_verify_routed_sec;  /* routed domains checked again every (3600) */
         char *apps_nft_table;        /* the apps' own nft table (inet), "nodeagent_apps" */
+        int64_t apps_image_unpack_max_mb;          /* data one image unpack may write (8192) */
+        int64_t apps_image_unpack_max_files;       /* entries one image unpack may make (500000) */
+        int64_t apps_image_unpack_reserve_percent; /* free space and inodes an unpack leaves (5) */
+        int64_t apps_image_pull_max_mb;            /* what one registry pull may download (4096) */
 
         /* [firewall] */
         bool fw_enabled;

@@ -48,9 +48,11 @@ static int route_add(void *userdata, const char *app_id, const char *exposure_id
                      const char *addr, uint16_t port, struct na_error *err)
 {
         struct agent_routes *r = userdata;
-        int k = app_haproxy_set_route(r->hap, hostname, addr, port, err);
+        int k = app_haproxy_set_owned_route(r->hap, app_id, hostname, addr, port, err);
         if (k >= 0)
                 log_info("app %s: exposure %s: %s routed to %s:%u", app_id, exposure_id, hostname, addr, port);
+        else if (k == -EEXIST)
+                log_warn("app %s: exposure %s: %s not routed: %s", app_id, exposure_id, hostname, err->message);
         return k;
 }
 
@@ -58,9 +60,11 @@ static int route_remove(void *userdata, const char *app_id, const char *exposure
                         struct na_error *err)
 {
         struct agent_routes *r = userdata;
-        int k = app_haproxy_remove_route(r->hap, hostname, err);
+        int k = app_haproxy_remove_owned_route(r->hap, app_id, hostname, err);
         if (k >= 0)
                 log_info("app %s: exposure %s: %s no longer routed", app_id, exposure_id, hostname);
+        else if (k == -EPERM)
+                log_warn("app %s: exposure %s: %s kept: %s", app_id, exposure_id, hostname, err->message);
         return k;
 }
 

@@ -254,6 +254,10 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                 .resolver = cfg->apps_resolver,
                 .apps_domain = cfg->apps_apps_domain,
                 .net_table = cfg->apps_nft_table,
+                .image_unpack_max_bytes = (uint64_t)cfg->apps_image_unpack_max_mb << 20,
+                .image_unpack_max_files = (uint64_t)cfg->apps_image_unpack_max_files,
+                .image_unpack_reserve_percent = (unsigned)cfg->apps_image_unpack_reserve_percent,
+                .image_pull_max_bytes = (uint64_t)cfg->apps_image_pull_max_mb << 20,
         };
         if (cfg->apps_crash_backoff_ms)
                 (void)config_parse_backoff(cfg->apps_crash_backoff_ms, o.crash_backoff_ms);

@@ -207,11 +207,15 @@ static int import_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
         struct transfer_options o;
         struct transfer_result res = { 0 };
         _cleanup_close_ int fd = -1;
+        uint64_t max_bytes = 0;
         int r = begin(ctx, &j, err);
         if (r >= 0)
-                r = j.s->app->backup_tmpfile(j.s->app_conn, j.id, &fd, err);
+                r = j.s->app->backup_tmpfile(j.s->app_conn, j.id, &fd, &max_bytes, err);
         if (r >= 0) {
+                /* Bounded while it arrives (issue 20): never more than the app's quota can restore. */
                 services_transfer_options(j.s, &o);
+                o.max_bytes = max_bytes;
+                o.max_bytes_what = "what the app's volume quota can restore";
                 r = transfer_get(&o, p->transfer, fd, &j.progress, &res, err);
         }
         if (r >= 0)

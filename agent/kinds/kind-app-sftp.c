@@ -83,8 +83,21 @@ static int set_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_er
         /* What the file held (absent fields keep it), or a new user. */
         struct sftp_user u = { 0 };
         struct na_error e = NA_ERROR_INIT;
-        if (sftp_user_load(users, t.sftp_username, &u, &e) < 0 || !u.app_id || strcmp(u.app_id, id) != 0)
+        if (sftp_user_load(users, t.sftp_username, &u, &e) < 0 || !u.app_id || strcmp(u.app_id, id) != 0) {
+                /* Another app's login stays its own (issue 20); one of an app that is gone is taken over. */
+                if (u.app_id && strcmp(u.app_id, id) != 0 && s->app->exists(s->app_conn, u.app_id)) {
+                        r = na_error_set(err, EEXIST, NA_E_INVALID_STATE,
+                                         "app %s: sftpUsername %s is app %s's on this node", id, t.sftp_username,
+                                         u.app_id);
+                        na_error_detail(err, "state", json_string("in use"));
+                        na_error_detail(err, "field", json_string("sftpUsername"));
+                        na_error_detail(err, "owner", json_string(u.app_id));
+                        sftp_user_clear(&u);
+                        na_error_clear(&e);
+                        return r;
+                }
                 sftp_user_clear(&u);
+        }
         na_error_clear(&e);
         free(u.app_id);
         free(u.volume_dir);

@@ -88,8 +88,10 @@ static void on_read(void *userdata, uint64_t bytes)
 
 /* Apply every layer into a fresh temporary directory of hex_fd and rename it to rootfs. */
 static int unpack_layers(int layout_fd, int hex_fd, const char *label, const struct app_image *img,
-                         const struct na_progress *progress, struct na_error *err)
+                         const struct app_unpack_limits *limits, const struct na_progress *progress,
+                         struct na_error *err)
 {
+        struct app_unpack_budget budget = { .limits = limits, .label = label };
         /* We hold the digest's lock and removed the leftovers: the name is ours. */
         const char *tmp = ROOTFS_TMP_PREFIX "unpack";
         int r = 0;
@@ -112,10 +114,13 @@ static int unpack_layers(int layout_fd, int hex_fd, const char *label, const str
                         break;
                 struct app_layer_opts opts = {
                         .digest = ly->digest, .size = ly->size, .on_read = on_read, .userdata = &u, .progress = progress,
+                        .budget = &budget,
                 };
                 r = app_layer_apply(root_fd, fd, &opts, err);
                 if (r < 0 && !streq_ptr(err->code, NA_E_DRIVER) && !streq_ptr(err->code, NA_E_INTERNAL))
                         break; /* a checkpoint's own error (a stopped job) goes up as it is */
+                if (r == -EFBIG)
+                        break; /* too large: the message names the image and the limit already */
                 if (r == -EBADMSG)
                         na_error_prefix(err, "image %s", label);
                 else if (r < 0)
@@ -144,6 +149,13 @@ static int unpack_layers(int layout_fd, int hex_fd, const char *label, const str
 int app_image_unpack(const char *images_dir, const struct proto_image_ref *ref, const char *cache_dir,
                      const struct na_progress *progress, struct app_image *ret_img, char **ret_rootfs,
                      struct na_error *err)
+{
+        return app_image_unpack_bounded(images_dir, ref, cache_dir, NULL, progress, ret_img, ret_rootfs, err);
+}
+
+int app_image_unpack_bounded(const char *images_dir, const struct proto_image_ref *ref, const char *cache_dir,
+                             const struct app_unpack_limits *limits, const struct na_progress *progress,
+                             struct app_image *ret_img, char **ret_rootfs, struct na_error *err)
 {
         char label[400];
         proto_image_ref_format(ref, label, sizeof(label));
@@ -176,7 +188,7 @@ int app_image_unpack(const char *images_dir, const struct proto_image_ref *ref, 
                 if (errno != ENOENT)
                         return na_error_sys(err, errno, "image %s: stat the unpacked root", label);
                 if ((r = remove_leftovers(hex_fd, label, err)) < 0 ||
-                    (r = unpack_layers(layout_fd, hex_fd, label, &img, progress, err)) < 0)
+                    (r = unpack_layers(layout_fd, hex_fd, label, &img, limits, progress, err)) < 0)
                         return r;
         } else if (!S_ISDIR(st.st_mode))
                 return na_error_set(err, ENOTDIR, NA_E_INTERNAL, "image %s: %s/%s/rootfs is not a directory", label,

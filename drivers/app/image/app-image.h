@@ -79,6 +79,42 @@ int app_image_unpack(const char *images_dir, const struct proto_image_ref *ref, 
                      struct na_error *err);
 
 /*
+ * What one unpack may write (issue 20: a 94 KB zstd layer of zeros unpacked to 2.8
+ * GiB and filled the file system every app's disk lives on). Counted while writing,
+ * across all the layers of the image: data bytes written (holes of sparse entries
+ * cost nothing) and entries made (each an inode, or a name). The free space and free
+ * inodes of the cache's file system are read again every APP_UNPACK_CHECK_BYTES of
+ * data and APP_UNPACK_CHECK_FILES entries; the unpack stops before it would leave
+ * less than reserve_percent of either free. A refusal is DRIVER_ERROR (errnum EFBIG,
+ * details.reason "image-too-large", details.limit naming the [apps] key) whose
+ * message names the image, the limit and where it stopped; the half-unpacked root is
+ * removed, so the space comes back at once.
+ */
+struct app_unpack_limits {
+        uint64_t max_bytes;       /* [apps] image_unpack_max_mb in bytes; 0: APP_UNPACK_MAX_BYTES_DEFAULT */
+        uint64_t max_files;       /* [apps] image_unpack_max_files; 0: APP_UNPACK_MAX_FILES_DEFAULT */
+        unsigned reserve_percent; /* [apps] image_unpack_reserve_percent; 0: none (only max_* apply) */
+};
+#define APP_UNPACK_MAX_BYTES_DEFAULT (8ull << 30) /* 8 GiB */
+#define APP_UNPACK_MAX_FILES_DEFAULT 500000u
+#define APP_UNPACK_RESERVE_PERCENT_DEFAULT 5u
+#define APP_UNPACK_CHECK_BYTES (8u << 20)
+#define APP_UNPACK_CHECK_FILES 256u
+
+/* The running count of one unpack (all its layers); zero it, set limits and label. */
+struct app_unpack_budget {
+        const struct app_unpack_limits *limits; /* NULL: the defaults */
+        const char *label;                      /* the image, for messages */
+        uint64_t bytes, files;                  /* written so far */
+        uint64_t next_check_bytes, next_check_files;
+};
+
+/* app_image_unpack within limits (NULL: the defaults above, reserve included). */
+int app_image_unpack_bounded(const char *images_dir, const struct proto_image_ref *ref, const char *cache_dir,
+                             const struct app_unpack_limits *limits, const struct na_progress *progress,
+                             struct app_image *ret_img, char **ret_rootfs, struct na_error *err);
+
+/*
  * Every tagged manifest of every layout under images_dir (names may contain '/'), as
  * a JSON array of {image: "name:tag", digest, sizeBytes} sorted by image. digest is
  * the index.json entry's (what "name@digest" resolves); an entry whose blobs cannot
@@ -128,6 +164,7 @@ struct app_layer_opts {
         void (*on_read)(void *userdata, uint64_t bytes_read); /* compressed bytes read so far; may be NULL */
         void *userdata;
         const struct na_progress *progress; /* its checkpoint is asked every 256 entries and 64 MiB of data; may be NULL */
+        struct app_unpack_budget *budget;   /* charged for every byte and entry before it is written; NULL: unbounded */
 };
 int app_layer_apply(int root_fd, int layer_fd, const struct app_layer_opts *opts, struct na_error *err);
 

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "common/digest.h"
 #include "common/fileio.h"
@@ -152,6 +153,8 @@ static const char *resolve_error(int e)
         }
 }
 
+static int budget_charge(struct layer *l, uint64_t bytes, uint64_t files, struct na_error *err);
+
 /*
  * The parent directory of an entry as an O_PATH fd beneath the root, creating missing
  * directories (0755, marked as made by this layer); never through a symbolic link.
@@ -194,6 +197,9 @@ static int open_parent(struct layer *l, const char *parent, const char *entry, b
                 wn += n;
                 int next = app_openat_beneath(cur, comp, O_PATH | O_DIRECTORY, true);
                 if (next < 0 && errno == ENOENT) {
+                        int k = budget_charge(l, 0, 1, err);
+                        if (k < 0)
+                                return k;
                         if (mkdirat(cur, comp, 0755) < 0)
                                 return na_error_sys(err, errno, "entry \"%.300s\": create a parent directory", entry);
                         /* Just made by us in a directory we hold: the name is that directory, whatever the umask. */
@@ -320,6 +326,74 @@ static int whiteout(struct layer *l, const char *raw, const char *parent, const 
         return 0;
 }
 
+static int too_large(struct na_error *err, const char *label, const char *limit_key, const char *fmt, ...)
+        _printf_(4, 5);
+static int too_large(struct na_error *err, const char *label, const char *limit_key, const char *fmt, ...)
+{
+        char what[300];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        int r = na_error_set(err, EFBIG, NA_E_DRIVER, "image %s is too large to unpack: %s", label ? label : "?",
+                             what);
+        na_error_detail(err, "reason", json_string("image-too-large"));
+        na_error_detail(err, "limit", json_string(limit_key));
+        return r;
+}
+
+/*
+ * Charge bytes of data and files entries to the unpack before they are written: the
+ * image's own limits first, then (every APP_UNPACK_CHECK_* of them) what the file
+ * system of the root still has above its reserve.
+ */
+static int budget_charge(struct layer *l, uint64_t bytes, uint64_t files, struct na_error *err)
+{
+        struct app_unpack_budget *b = l->opts ? l->opts->budget : NULL;
+        if (!b)
+                return 0;
+        static const struct app_unpack_limits defaults = { .reserve_percent = APP_UNPACK_RESERVE_PERCENT_DEFAULT };
+        const struct app_unpack_limits *lim = b->limits ? b->limits : &defaults;
+        uint64_t max_bytes = lim->max_bytes ? lim->max_bytes : APP_UNPACK_MAX_BYTES_DEFAULT;
+        uint64_t max_files = lim->max_files ? lim->max_files : APP_UNPACK_MAX_FILES_DEFAULT;
+        if (b->bytes + bytes > max_bytes)
+                return too_large(err, b->label, "image_unpack_max_mb",
+                                 "more than [apps] image_unpack_max_mb = %llu MB of data (stopped after %llu bytes)",
+                                 (unsigned long long)(max_bytes >> 20), (unsigned long long)b->bytes);
+        if (b->files + files > max_files)
+                return too_large(err, b->label, "image_unpack_max_files",
+                                 "more than [apps] image_unpack_max_files = %llu entries (stopped after %llu entries)",
+                                 (unsigned long long)max_files, (unsigned long long)b->files);
+        b->bytes += bytes;
+        b->files += files;
+        if (!lim->reserve_percent || (b->bytes < b->next_check_bytes && b->files < b->next_check_files))
+                return 0;
+        b->next_check_bytes = b->bytes + APP_UNPACK_CHECK_BYTES;
+        b->next_check_files = b->files + APP_UNPACK_CHECK_FILES;
+        struct statvfs sv;
+        if (fstatvfs(l->root_fd, &sv) < 0)
+                return na_error_sys(err, errno, "image %s: statvfs of the unpack root", b->label ? b->label : "?");
+        uint64_t unit = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
+        uint64_t avail = (uint64_t)sv.f_bavail * unit, total = (uint64_t)sv.f_blocks * unit;
+        uint64_t reserve = total / 100 * lim->reserve_percent;
+        /* What the next window may write must fit above the reserve too. */
+        if (avail < reserve + APP_UNPACK_CHECK_BYTES)
+                return too_large(err, b->label, "image_unpack_reserve_percent",
+                                 "the file system would have less than [apps] image_unpack_reserve_percent = %u%% "
+                                 "free (%llu MB free of %llu MB; stopped after %llu bytes)",
+                                 lim->reserve_percent, (unsigned long long)(avail >> 20),
+                                 (unsigned long long)(total >> 20), (unsigned long long)b->bytes);
+        /* f_files 0: a file system without an inode count (btrfs): only bytes matter. */
+        uint64_t ireserve = (uint64_t)sv.f_files / 100 * lim->reserve_percent;
+        if (sv.f_files && (uint64_t)sv.f_favail < ireserve + APP_UNPACK_CHECK_FILES)
+                return too_large(err, b->label, "image_unpack_reserve_percent",
+                                 "the file system would have less than [apps] image_unpack_reserve_percent = %u%% "
+                                 "of its inodes free (%llu free of %llu; stopped after %llu entries)",
+                                 lim->reserve_percent, (unsigned long long)sv.f_favail,
+                                 (unsigned long long)sv.f_files, (unsigned long long)b->files);
+        return 0;
+}
+
 static int write_data(struct layer *l, struct archive *a, int fd, const char *entry, struct na_error *err)
 {
         uint64_t since_checkpoint = 0;
@@ -339,6 +413,8 @@ static int write_data(struct layer *l, struct archive *a, int fd, const char *en
                         if ((r = na_progress_checkpoint(l->opts->progress, err)) < 0)
                                 return r;
                 }
+                if ((r = budget_charge(l, size, 0, err)) < 0)
+                        return r;
                 const char *p = buf;
                 while (size > 0) {
                         ssize_t n = RETRY_EINTR(pwrite(fd, p, size, (off_t)offset));
@@ -527,6 +603,9 @@ static int apply_entry(struct layer *l, struct archive *a, struct archive_entry 
         if (strncmp(base, ".wh.", 4) == 0)
                 return whiteout(l, raw, parent, base, err);
 
+        /* Every entry is an inode or a name (its parent directories are few beside it). */
+        if ((r = budget_charge(l, 0, 1, err)) < 0)
+                return r;
         _cleanup_close_ int pfd = -1;
         if ((r = open_parent(l, parent, raw, true, &pfd, err)) < 0)
                 return r;

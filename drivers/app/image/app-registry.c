@@ -135,6 +135,30 @@ static int pull_blobs(struct reg_client *c, struct reg_layout *l, const struct r
         return r;
 }
 
+/*
+ * What the pull downloads, bounded before a blob is fetched (issue 20): the sizes come
+ * from the registry, which can lie about nothing else (each blob stops at its stated
+ * size and must match its digest).
+ */
+static int pull_size(struct reg_client *c, const struct fetched *image, const struct reg_manifest *m,
+                     uint64_t *ret_total, struct na_error *err)
+{
+        uint64_t max = c->opt->max_bytes ? c->opt->max_bytes : APP_REGISTRY_MAX_BYTES_DEFAULT;
+        uint64_t total = m->config.size > max ? max + 1 : image->len + m->config.size;
+        for (size_t i = 0; i < m->n_layers && total <= max; i++)
+                total = m->layers[i].size > max ? max + 1 : total + m->layers[i].size;
+        if (total <= max) {
+                *ret_total = total;
+                return 0;
+        }
+        reg_fail(c, "image-too-large", err,
+                 "the image is larger than [apps] image_pull_max_mb = %llu MB; nothing was downloaded",
+                 (unsigned long long)(max >> 20));
+        err->errnum = EFBIG;
+        na_error_detail(err, "limitBytes", json_integer((json_int_t)max));
+        return -EFBIG;
+}
+
 static int pull(struct reg_client *c, const struct proto_image_ref *ref, const char *images_dir,
                 const struct na_progress *progress, char ret_digest[72], uint64_t *ret_bytes, struct na_error *err)
 {
@@ -149,9 +173,8 @@ static int pull(struct reg_client *c, const struct proto_image_ref *ref, const c
         if (r < 0)
                 goto out;
 
-        p.total = image.len + m.config.size;
-        for (size_t i = 0; i < m.n_layers; i++)
-                p.total += m.layers[i].size;
+        if ((r = pull_size(c, &image, &m, &p.total, err)) < 0)
+                goto out;
         r = reg_layout_open(images_dir, ref->name, progress, &l, err);
         if (r < 0)
                 goto out;

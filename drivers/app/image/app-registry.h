@@ -32,7 +32,7 @@
  *               VALIDATION_ERROR (options), DRIVER_ERROR with details.reason
  *               ("unauthorized", "tls", "network", "digest-mismatch", "bad-manifest",
  *               "unsupported-media-type", "no-platform", "blob-unknown", "http-status",
- *               "bad-layout"), INTERNAL_ERROR (local I/O), or whatever
+ *               "bad-layout", "image-too-large"), INTERNAL_ERROR (local I/O), or whatever
  *               progress->checkpoint said (a stopped job).
  */
 #pragma once
@@ -49,7 +49,14 @@ struct app_registry_options {
         const char *ca_file;             /* [apps] registry_ca_file; NULL: the system's bundle */
         const char *username, *password; /* optional: basic auth, also sent to a token realm */
         bool allow_insecure_http;        /* http:// only to a loopback host, and only with this */
+        /* The most one pull may download (manifest, config and layers, as the manifest
+         * states them; [apps] image_pull_max_mb); 0: APP_REGISTRY_MAX_BYTES_DEFAULT. A
+         * larger image is refused before a blob is fetched, and each blob stops at the
+         * size its descriptor states: DRIVER_ERROR, details.reason "image-too-large",
+         * errnum EFBIG. */
+        uint64_t max_bytes;
 };
+#define APP_REGISTRY_MAX_BYTES_DEFAULT (4ull << 30)
 
 /* The stage name progress reports use; percent is by bytes, message "12.3 of 40.0 MB". */
 #define APP_REGISTRY_STAGE "pulling-image"

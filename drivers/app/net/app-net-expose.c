@@ -194,11 +194,15 @@ static int check_domain(struct app_net *n, const char *app_id, const struct prot
                 json_t *e;
                 json_array_foreach(n->m[i].exposures, j, e) {
                         const char *h = json_string_value(json_object_get(e, "hostname"));
-                        if (!app_net_exposure_is_port(e) && h && strcmp(h, p->hostname) == 0)
-                                return na_error_set(err, EEXIST, NA_E_INVALID_STATE,
-                                                    "app %s: exposure %s: domain %s is exposure %s of app %s already",
-                                                    app_id, p->id, p->hostname,
-                                                    json_string_value(json_object_get(e, "id")), n->m[i].id);
+                        if (!app_net_exposure_is_port(e) && h && strcmp(h, p->hostname) == 0) {
+                                int r = na_error_set(err, EEXIST, NA_E_INVALID_STATE,
+                                                     "app %s: exposure %s: domain %s is exposure %s of app %s already",
+                                                     app_id, p->id, p->hostname,
+                                                     json_string_value(json_object_get(e, "id")), n->m[i].id);
+                                na_error_detail(err, "field", json_string("hostname"));
+                                na_error_detail(err, "owner", json_string(n->m[i].id));
+                                return r;
+                        }
                 }
         }
         return 0;

@@ -373,7 +373,15 @@ int app_oci_backup_open(struct app_conn *c, const char *id, const char *backup_i
         return r;
 }
 
-int app_oci_backup_tmpfile(struct app_conn *c, const char *id, int *ret_fd, struct na_error *err)
+/* The largest archive of this app's backups: what its volume quota can restore (see drivers/app.h). */
+static uint64_t max_archive_bytes(const struct app *a)
+{
+        uint64_t quota = (uint64_t)a->deploy->plan.volume_quota_mb * MB;
+        return quota + quota / 64 + MB;
+}
+
+int app_oci_backup_tmpfile(struct app_conn *c, const char *id, int *ret_fd, uint64_t *ret_max_bytes,
+                           struct na_error *err)
 {
         struct app *a;
         _cleanup_free_ char *dir = NULL;
@@ -381,10 +389,12 @@ int app_oci_backup_tmpfile(struct app_conn *c, const char *id, int *ret_fd, stru
         if (r < 0)
                 return r;
         int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (fd < 0)
+        if (fd < 0) {
                 r = na_error_sys(err, errno, "app %s: backups: a temporary file in %s", id, dir);
-        else
+        } else {
                 *ret_fd = fd;
+                *ret_max_bytes = max_archive_bytes(a);
+        }
         pthread_mutex_unlock(&a->op_lock);
         return r;
 }
@@ -405,6 +415,16 @@ int app_oci_backup_adopt(struct app_conn *c, const char *id, const char *backup_
                 r = 0;
         char sha[65];
         uint64_t size = 0;
+        struct stat st;
+        if (r >= 0 && fstat(fd, &st) < 0)
+                r = na_error_sys(err, errno, "app %s: stat the imported file", id);
+        if (r >= 0 && (uint64_t)st.st_size > max_archive_bytes(a)) {
+                r = na_error_set(err, EFBIG, NA_E_QUOTA_EXCEEDED,
+                                 "the file (%llu bytes) is larger than the app's volume quota can restore "
+                                 "(%llu bytes)",
+                                 (unsigned long long)st.st_size, (unsigned long long)max_archive_bytes(a));
+                na_error_detail(err, "limitBytes", json_integer((json_int_t)max_archive_bytes(a)));
+        }
         if (r >= 0)
                 r = app_backup_hash_fd(fd, progress, sha, &size, err);
         unsigned char magic[4] = { 0 };

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -109,6 +110,45 @@ static int remove_files(struct app_conn *c, const char *id, const char *dir, str
         return r;
 }
 
+/*
+ * An app's hostname (its managed domain <hostname>.<apps_domain>) and its sftpUsername
+ * are its own on this node (issue 20: a second app deployed with another's hostname
+ * took over its domain, and deleting it left the domain unrouted). INVALID_STATE
+ * naming the owner (details.owner, details.field) when another app has one of them.
+ * conn->lock held.
+ */
+static int check_unique_locked(struct app_conn *c, const char *id, const struct proto_app_deploy *d,
+                               struct na_error *err)
+{
+        for (struct app *p = c->apps; p; p = p->next) {
+                if (p->removed || !p->deploy || streq(p->id, id))
+                        continue;
+                const char *field = NULL, *value = NULL;
+                if (d->hostname && p->deploy->hostname && strcasecmp(d->hostname, p->deploy->hostname) == 0)
+                        field = "hostname", value = d->hostname;
+                else if (d->sftp_username && p->deploy->sftp_username &&
+                         strcmp(d->sftp_username, p->deploy->sftp_username) == 0)
+                        field = "sftpUsername", value = d->sftp_username;
+                if (!field)
+                        continue;
+                int r = na_error_set(err, EEXIST, NA_E_INVALID_STATE, "app %s: %s %s is app %s's on this node", id,
+                                     field, value, p->id);
+                na_error_detail(err, "state", json_string("in use"));
+                na_error_detail(err, "field", json_string(field));
+                na_error_detail(err, "owner", json_string(p->id));
+                return r;
+        }
+        return 0;
+}
+
+static int check_unique(struct app_conn *c, const char *id, const struct proto_app_deploy *d, struct na_error *err)
+{
+        pthread_mutex_lock(&c->lock);
+        int r = check_unique_locked(c, id, d, err);
+        pthread_mutex_unlock(&c->lock);
+        return r;
+}
+
 int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_deploy *d,
                    const struct na_progress *progress, json_t **ret, struct na_error *err)
 {
@@ -137,6 +177,11 @@ int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_de
         int r = app_oci_image_ready(c, &d->tmpl.image, progress, &img, &lower, err);
         if (r < 0)
                 return na_error_prefix(err, "app %s", id);
+        /* Before anything of the app is made (and again when it is added: see below). */
+        if ((r = check_unique(c, id, d, err)) < 0) {
+                app_image_clear(&img);
+                return r;
+        }
 
         struct app *a = app_new(c, id);
         if (!a) {
@@ -176,17 +221,28 @@ int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_de
                 r = app_net_register(c->net, id, a->deploy->hostname, a->deploy->group_id, err);
         if (r >= 0 && !(*ret = app_record_json(a)))
                 r = na_error_sys(err, ENOMEM, "app %s", id);
+        /* Again where it counts: two deploys of one hostname may have run side by side. */
+        bool clash = false;
+        if (r >= 0) {
+                pthread_mutex_lock(&c->lock);
+                if ((r = check_unique_locked(c, id, d, err)) >= 0) {
+                        a->next = c->apps;
+                        c->apps = a;
+                }
+                pthread_mutex_unlock(&c->lock);
+                if (r < 0) {
+                        clash = true; /* its message names the app already */
+                        json_decref(*ret);
+                        *ret = NULL;
+                }
+        }
         if (r < 0) {
                 struct na_error e = NA_ERROR_INIT;
                 (void)remove_files(c, id, a->dir, &e); /* nothing half-made stays */
                 na_error_clear(&e);
                 app_free(a);
-                return na_error_prefix(err, "app %s", id);
+                return clash ? r : na_error_prefix(err, "app %s", id);
         }
-        pthread_mutex_lock(&c->lock);
-        a->next = c->apps;
-        c->apps = a;
-        pthread_mutex_unlock(&c->lock);
         return 0;
 }
 

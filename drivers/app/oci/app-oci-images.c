@@ -26,7 +26,14 @@ int app_oci_image_ready(struct app_conn *c, const struct proto_image_ref *ref, c
         if (r < 0)
                 return r;
         na_progress_stage(progress, "unpacking", 0, NULL);
-        return app_image_unpack(c->images_dir, ref, c->cache_dir, progress, ret_img, ret_rootfs, err);
+        struct app_unpack_limits limits = {
+                .max_bytes = c->o.image_unpack_max_bytes,
+                .max_files = c->o.image_unpack_max_files,
+                .reserve_percent = c->o.image_unpack_reserve_percent ? c->o.image_unpack_reserve_percent
+                                                                     : APP_UNPACK_RESERVE_PERCENT_DEFAULT,
+        };
+        return app_image_unpack_bounded(c->images_dir, ref, c->cache_dir, &limits, progress, ret_img, ret_rootfs,
+                                        err);
 }
 
 int app_oci_image_pull(struct app_conn *c, const struct proto_image_ref *ref, const struct na_progress *progress,

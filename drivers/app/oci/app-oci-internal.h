@@ -176,7 +176,8 @@ int app_oci_backup_list(struct app_conn *c, const char *id, struct proto_app_bac
 int app_oci_backup_delete(struct app_conn *c, const char *id, const char *backup_id, struct na_error *err);
 int app_oci_backup_open(struct app_conn *c, const char *id, const char *backup_id, int *ret_fd,
                         struct proto_app_backup *ret_info, struct na_error *err);
-int app_oci_backup_tmpfile(struct app_conn *c, const char *id, int *ret_fd, struct na_error *err);
+int app_oci_backup_tmpfile(struct app_conn *c, const char *id, int *ret_fd, uint64_t *ret_max_bytes,
+                           struct na_error *err);
 int app_oci_backup_adopt(struct app_conn *c, const char *id, const char *backup_id, int fd, const char *sha256,
                          const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err);
 /* app-oci-console.c: a live console's connection to the app's monitor. */

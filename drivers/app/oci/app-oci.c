@@ -245,7 +245,8 @@ static int app_oci_open(const struct app_options *o, struct app_conn **ret, stru
         c->crun = (struct app_crun){ .crun = c->runtime, .root = c->crun_root };
         c->reg = (struct app_registry_options){ .url = c->registry, .ca_file = c->registry_ca[0] ? c->registry_ca : NULL,
                                                 .username = o->registry_username, .password = o->registry_password,
-                                                .allow_insecure_http = o->allow_insecure_http };
+                                                .allow_insecure_http = o->allow_insecure_http,
+                                                .max_bytes = o->image_pull_max_bytes };
         c->private_ns = app_crun_needs_private_ns();
         /* 0711 down to each app: crun, inside the app's user namespace, must traverse to
          * its root and volume. Nothing below is readable by others. */

@@ -9,6 +9,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 
 #include "common/fileio.h"
@@ -105,6 +106,36 @@ static uint64_t image_mb(uint64_t quota_mb)
         return quota_mb + journal_mb(quota_mb) + quota_mb / 60 + 2;
 }
 
+/*
+ * Allocate every block of the image up to size (issue 20): a sparse image shares the
+ * host's free space with everything else, and when that runs out the volume's next
+ * write fails below its file system (I/O errors, an aborted journal, data lost). With
+ * its blocks its own, a full host can no longer reach into it. ENOSPC and EDQUOT say
+ * how much was missing. The file's size becomes size (fallocate mode 0 extends it).
+ */
+static int allocate_image(int fd, const char *image, uint64_t size, struct na_error *err)
+{
+        struct stat st;
+        struct statvfs sv;
+        if (fstat(fd, &st) < 0 || fstatvfs(fd, &sv) < 0)
+                return na_error_sys(err, errno, "volume: allocate %s", image);
+        uint64_t have = (uint64_t)st.st_blocks * 512, avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        uint64_t need = size > have ? size - have : 0;
+        /* Asked first: a fallocate that fails half-way holds what it took until the caller gives it back. */
+        int r = need > avail ? ENOSPC : posix_fallocate(fd, 0, (off_t)size);
+        if (r == 0)
+                return 0;
+        if (r == ENOSPC || r == EDQUOT) {
+                r = na_error_set(err, ENOSPC, NA_E_DRIVER,
+                                 "volume %s: the node's storage has not the %llu MB this volume needs "
+                                 "(%llu MB free): nothing was changed",
+                                 image, (unsigned long long)((need + MB - 1) / MB), (unsigned long long)(avail / MB));
+                na_error_detail(err, "reason", json_string("node-storage-full"));
+                return r;
+        }
+        return na_error_sys(err, r, "volume: allocate %s", image);
+}
+
 int app_volume_create(const char *image, uint64_t quota_mb, uid_t uid, gid_t gid, struct na_error *err)
 {
         int r = check_path("image", image, err);
@@ -116,8 +147,7 @@ int app_volume_create(const char *image, uint64_t quota_mb, uid_t uid, gid_t gid
         _cleanup_close_ int fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return na_error_sys(err, errno, "volume: create %s", image);
-        if (ftruncate(fd, (off_t)(image_mb(quota_mb) * MB)) < 0) {
-                r = na_error_sys(err, errno, "volume: size %s", image);
+        if ((r = allocate_image(fd, image, image_mb(quota_mb) * MB, err)) < 0) {
                 unlink(image);
                 return r;
         }
@@ -132,6 +162,11 @@ int app_volume_create(const char *image, uint64_t quota_mb, uid_t uid, gid_t gid
         if ((r = na_spawn(argv, NULL, NULL, 0, err)) < 0) {
                 unlink(image);
                 return na_error_prefix(err, "volume %s", image);
+        }
+        /* mkfs may punch what it zeroes where the file system cannot zero a range: allocate again. */
+        if ((r = allocate_image(fd, image, image_mb(quota_mb) * MB, err)) < 0) {
+                unlink(image);
+                return r;
         }
         return 0;
 }
@@ -249,6 +284,13 @@ static int mount_image(const char *image, const char *dir, bool read_only, struc
         struct stat st;
         if (fstat(image_fd, &st) < 0 || !S_ISREG(st.st_mode))
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "volume: %s is not a regular file", image);
+        /* An image made before volumes were allocated in full gets its holes filled when
+         * there is the space (its data is kept); without it, it mounts as it was. */
+        if (!read_only && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size) {
+                struct na_error e = NA_ERROR_INIT;
+                (void)allocate_image(image_fd, image, (uint64_t)st.st_size, &e);
+                na_error_clear(&e);
+        }
         char dev[32];
         _cleanup_close_ int loop_fd = loop_attach(image_fd, image, dev, err);
         if (loop_fd < 0)
@@ -283,8 +325,8 @@ int app_volume_usage(const char *dir, struct app_volume_usage *ret, struct na_er
         return 0;
 }
 
-/* Offline: check the file system (resize2fs wants a fresh check), size the image, resize it. */
-static int grow_offline(const char *image, int image_fd, uint64_t want, struct na_error *err)
+/* Offline, the image already grown: check the file system (resize2fs wants a fresh check), resize it. */
+static int grow_offline(const char *image, struct na_error *err)
 {
         char *const fsck[] = { (char *)E2FSCK, (char *)"-f", (char *)"-y", (char *)image, NULL };
         /* e2fsck exits 1 when it corrected something (free counts the kernel leaves to it):
@@ -294,8 +336,6 @@ static int grow_offline(const char *image, int image_fd, uint64_t want, struct n
         na_error_clear(&first);
         if (r < 0 && (r = na_spawn(fsck, NULL, NULL, 0, err)) < 0)
                 return na_error_prefix(err, "volume %s: grow", image);
-        if (ftruncate(image_fd, (off_t)want) < 0)
-                return na_error_sys(err, errno, "volume: size %s", image);
         char *const resize[] = { (char *)RESIZE2FS, (char *)image, NULL };
         if ((r = na_spawn(resize, NULL, NULL, 0, err)) < 0)
                 return na_error_prefix(err, "volume %s: grow", image);
@@ -303,8 +343,8 @@ static int grow_offline(const char *image, int image_fd, uint64_t want, struct n
 }
 
 /* Online: the loop device must be backed by this image (not another app's). */
-static int grow_online(const char *image, int image_fd, const struct stat *st, const char *dir, char *dev,
-                       uint64_t want, struct na_error *err)
+static int grow_online(const char *image, const struct stat *st, const char *dir, char *dev,
+                       struct na_error *err)
 {
         _cleanup_close_ int loop_fd = open(dev, O_RDWR | O_CLOEXEC);
         struct loop_info64 info;
@@ -312,8 +352,6 @@ static int grow_online(const char *image, int image_fd, const struct stat *st, c
                 return na_error_sys(err, errno, "volume: %s", dev);
         if (info.lo_inode != st->st_ino || info.lo_device != st->st_dev)
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "volume %s: %s is not backed by %s", dir, dev, image);
-        if (ftruncate(image_fd, (off_t)want) < 0)
-                return na_error_sys(err, errno, "volume: size %s", image);
         if (ioctl(loop_fd, LOOP_SET_CAPACITY, 0) < 0)
                 return na_error_sys(err, errno, "volume: capacity of %s", dev);
         char *const argv[] = { (char *)RESIZE2FS, dev, NULL };
@@ -344,8 +382,14 @@ int app_volume_grow(const char *image, const char *dir, uint64_t quota_mb, struc
         if (want < (uint64_t)st.st_size)
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "volume %s: cannot shrink to %llu MB", image,
                                     (unsigned long long)quota_mb);
-        return mounted ? grow_online(image, image_fd, &st, dir, dev, want, err)
-                       : grow_offline(image, image_fd, want, err);
+        /* The new blocks first, all of them, or nothing changes. */
+        if ((r = allocate_image(image_fd, image, want, err)) < 0) {
+                /* Back to the old size; should that fail, the extra bytes lie past the file system, unused. */
+                if (ftruncate(image_fd, st.st_size) < 0)
+                        na_error_detail(err, "truncate", json_string(strerror(errno)));
+                return r;
+        }
+        return mounted ? grow_online(image, &st, dir, dev, err) : grow_offline(image, err);
 }
 
 int app_volume_umount(const char *dir, struct na_error *err)

@@ -1,12 +1,17 @@
 /*
  * The app's data volume, with a hard quota the kernel enforces without walking files.
  *
- * How: one sparse ext4 image per app (<apps_dir>/<id>/volume.img), attached to a free
+ * How: one ext4 image per app (<apps_dir>/<id>/disk.img), attached to a free
  * loop device (/dev/loop-control LOOP_CTL_GET_FREE, then LOOP_CONFIGURE with
  * LO_FLAGS_AUTOCLEAR; LOOP_SET_FD + LOOP_SET_STATUS64 on kernels without it; a device
  * another process takes between the two calls is retried) and mounted with nosuid,
- * nodev at the app's volume directory. Writing past the quota fails with ENOSPC; the
- * host's disk holds only the blocks written. The loop device goes away by itself when
+ * nodev at the app's volume directory. Writing past the quota fails with ENOSPC. Every
+ * block of the image is allocated when it is made or grown (posix_fallocate; issue 20):
+ * a sparse image shared the host's free space with everything else, and when an image
+ * bomb filled the host file system a running app's next write hit I/O errors, its
+ * journal aborted and it went read-only. Now a full host cannot reach into a volume,
+ * and a volume the host has not the space for is refused (DRIVER_ERROR, errnum ENOSPC,
+ * details.reason "node-storage-full"). The loop device goes away by itself when
  * the last mount of the file system does (autoclear), also when the container's
  * mount namespace held it longer than ours.
  *
@@ -52,9 +57,10 @@ int app_volume_probe(const char *storage_dir, struct app_volume_support *ret, st
 /* Always -EOPNOTSUPP: "project quota ... not implemented; volumes use a loop-mounted ext4 image". */
 int app_volume_require_project_quota(const char *storage_dir, struct na_error *err);
 
-/* Make the image (must not exist) for a quota of quota_mb, its root owned by uid:gid. */
+/* Make the image (must not exist, fully allocated) for a quota of quota_mb, its root owned by uid:gid. */
 int app_volume_create(const char *image, uint64_t quota_mb, uid_t uid, gid_t gid, struct na_error *err);
-/* Attach the image to a loop device and mount it at dir (created when missing). -EBUSY when mounted. */
+/* Attach the image to a loop device and mount it at dir (created when missing). -EBUSY when mounted.
+ * A sparse image (made before images were allocated in full) is allocated first when the space is there. */
 int app_volume_mount(const char *image, const char *dir, struct na_error *err);
 /* The same, read-only, noexec (a backup's snapshot of the image: its journal, if any, is replayed into it). */
 int app_volume_mount_ro(const char *image, const char *dir, struct na_error *err);
@@ -69,10 +75,11 @@ struct app_volume_usage {
 /* statfs of the mounted volume; -ENOENT when nothing is mounted at dir. */
 int app_volume_usage(const char *dir, struct app_volume_usage *ret, struct na_error *err);
 /*
- * Grow to a larger quota. Mounted: the image, the loop device's capacity
- * (LOOP_SET_CAPACITY) and an online resize2fs, which needs CAP_SYS_RESOURCE (the
- * development sandbox lacks it: there only the offline path is tested). Not mounted:
- * e2fsck -f -y, the image, resize2fs of the image. Shrinking is refused.
+ * Grow to a larger quota. The image's new blocks are allocated first (ENOSPC as for
+ * create: nothing changes). Mounted: the loop device's capacity (LOOP_SET_CAPACITY)
+ * and an online resize2fs, which needs CAP_SYS_RESOURCE (the development sandbox lacks
+ * it: there only the offline path is tested). Not mounted: e2fsck -f -y, resize2fs of
+ * the image. Shrinking is refused.
  */
 int app_volume_grow(const char *image, const char *dir, uint64_t quota_mb, struct na_error *err);
 /* Unmount (0 when not mounted); -EBUSY when a host process still uses it. */

@@ -211,7 +211,8 @@ def run(s, store):
 
     # Templates that refuse file access refuse transfers too.
     managed = str(uuid.uuid4())
-    A.ok(A.app_job(s, "app.deploy", managed, A.deploy_params(template={"fileAccess": False}), timeout=120))
+    A.ok(A.app_job(s, "app.deploy", managed, A.deploy_params(hostname="managed", template={"fileAccess": False}),
+                   timeout=120))
     err = A.failed(A.app_job(s, "app.files.export", managed, {"path": "/a", "transfer": put}), "FILE_ACCESS_DISABLED")
     check(err["httpStatus"] == 403, err)
     print(f"export of {len(data)} bytes: {export_s:.2f}s; import: {import_s:.2f}s (through the link, job included)")

@@ -36,6 +36,11 @@ def apps_conf(s):
 
 
 def deploy_params(**over):
+    # A hostname and an sftpUsername are one app's on a node (issue 20): one given names both.
+    if "hostname" in over and "sftpUsername" not in over:
+        over["sftpUsername"] = over["hostname"]
+    elif "sftpUsername" in over and "hostname" not in over:
+        over["hostname"] = over["sftpUsername"]
     p = {"name": "demo", "hostname": "demo", "type": "app", "version": "1", "sftpUsername": "demo",
          "template": {"id": "echo", "image": "busybox:1", "command": ECHO, "customCommand": True,
                       "stop": {"line": "stop"}, "startedPattern": "^ready$"},
@@ -284,8 +289,8 @@ def node_reboot(s):
     the stopped ones stopped."""
     need_root()
     running, stopped = str(uuid.uuid4()), str(uuid.uuid4())
-    for app in (running, stopped):
-        ok(app_job(s, "app.deploy", app, deploy_params(), timeout=120))
+    for app, name in ((running, "running"), (stopped, "stopped")):
+        ok(app_job(s, "app.deploy", app, deploy_params(hostname=name), timeout=120))
     ok(app_job(s, "app.power", running, {"action": "start"}))
     wait_output(s, running, "ready")
     check(s.agent.stop() == 0)
@@ -366,7 +371,8 @@ def files(s):
           [r["status"] for r in codes])
 
     managed = str(uuid.uuid4())
-    ok(app_job(s, "app.deploy", managed, deploy_params(template={"fileAccess": False}), timeout=120))
+    ok(app_job(s, "app.deploy", managed, deploy_params(hostname="managed", template={"fileAccess": False}),
+               timeout=120))
     err = failed(app_job(s, "app.files.list", managed, {"path": "/"}), "FILE_ACCESS_DISABLED")
     check(err["httpStatus"] == 403, err)
     for a in (app, managed):
