@@ -78,7 +78,7 @@ struct app_options {
         const char *apps_domain;      /* [apps] apps_domain; NULL: no domain exposures */
         const char *net_table;        /* nft table of the apps; NULL: "nodeagent_apps" */
         const struct app_routes *routes; /* domain verification and routing (drivers/app-routes.h); NULL: none */
-        /* What one image may cost the node (issue 20; drivers/app/app-image.h, app-registry.h). 0: the default. */
+        /* What one image may cost the node (issue 20; drivers/app/image/app-image.h, app-registry.h). 0: the default. */
         uint64_t image_unpack_max_bytes;       /* [apps] image_unpack_max_mb: data one unpack writes (8 GiB) */
         uint64_t image_unpack_max_files;       /* [apps] image_unpack_max_files: entries one unpack makes (500000) */
         unsigned image_unpack_reserve_percent; /* [apps] image_unpack_reserve_percent: free space and inodes kept (5) */

@@ -1,7 +1,7 @@
 /*
  * The vps.* job kinds of AGENT-API 4.1 (all but vps.firewall.* and vps.metrics),
  * carried out through the VM driver table (job_services(ctx)->vm, ->vm_conn); no
- * libvirt header here. agent/jobs-vps*.c; shared helpers below.
+ * libvirt header here. agent/kinds/kind-vps*.c; shared helpers below.
  */
 #pragma once
 

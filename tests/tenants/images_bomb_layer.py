@@ -5,7 +5,7 @@ no test holds them in memory:
                                becomes about 32 KB)
   files_bomb(path, n)          a zstd tar holding n empty files (an inode bomb)
   add_layer(layout, base_tag, tag, layer_path)
-                               the image base_tag of an OCI layout (tests/app/mkimage.py
+                               the image base_tag of an OCI layout (tests/harness/mkimage.py
                                writes it) with one more layer on top, tagged tag
 
 Each layer function returns the sha256 of the uncompressed tar (the config's diff_id).

@@ -19,7 +19,7 @@
 
 #include "common/fileio.h"
 #include "common/spawn.h"
-#include "drivers/app/app-haproxy-internal.h"
+#include "routing/app-haproxy-internal.h"
 
 #define A "0b8f7c1e-1111-4aaa-8aaa-000000000001"
 #define B "0b8f7c1e-2222-4bbb-8bbb-000000000002"

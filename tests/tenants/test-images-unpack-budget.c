@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "drivers/app/app-image.h"
+#include "drivers/app/image/app-image.h"
 
 static char dir[] = "/tmp/na-images-unpack-budget-XXXXXX";
 

@@ -31,7 +31,7 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "apps"))
+sys.path.insert(0, os.path.join(HERE, "..", "agent", "kinds", "apps"))
 from nodeagent_harness import check, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_apps import apps_conf, app_job, deploy_params, failed, need_root, ok, wait_output  # noqa: E402
 import images_bomb_layer as bomb  # noqa: E402

@@ -2,7 +2,7 @@
 """Issue 20, hostname takeover: what one app's deploy can do to other apps' routes.
 
 The real agent with its own HAProxy routing <hostname>.apps.example.com to each app's
-first port (tests/apps/test_app_domains.py's set-up). App A ("web") owns its
+first port (tests/agent/kinds/apps/test_app_domains.py's set-up). App A ("web") owns its
 hostname, its sftpUsername and a verified custom domain. Another app B then tries to
 take each of them: a deploy with A's hostname, a deploy with A's sftpUsername, a
 domain exposure of A's domain. Each is refused with INVALID_STATE naming A, and
@@ -19,8 +19,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "apps"))
-sys.path.insert(0, os.path.join(HERE, "..", "app-routes"))
+sys.path.insert(0, os.path.join(HERE, "..", "agent", "kinds", "apps"))
+sys.path.insert(0, os.path.join(HERE, "..", "routing"))
 from nodeagent_harness import check, needs, run_cases, wait_for, with_setup  # noqa: E402
 from test_apps import app_job, deploy_params, failed, need_root, ok  # noqa: E402
 from test_app_domains import DNS, TARGET, Dnsmasq, conf, page, records, stop_haproxy  # noqa: E402

@@ -1,5 +1,5 @@
 /*
- * The image store (drivers/app/app-image-*.c) on layouts written by tests/harness/mkimage.py:
+ * The image store (drivers/app/image/app-image-*.c) on layouts written by tests/harness/mkimage.py:
  * resolve by tag, digest, image index and Docker media types; not found; corrupt
  * blobs; unpack once, concurrently, after a crash; whiteouts across layers; list;
  * delete.

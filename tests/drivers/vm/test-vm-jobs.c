@@ -1,5 +1,5 @@
 /*
- * The vps job handlers (agent/jobs-vps*.c) run directly with a job-layer double
+ * The vps job handlers (agent/kinds/kind-vps*.c) run directly with a job-layer double
  * over the libvirt driver on libvirt's test driver: params decoding, stages,
  * result shapes, error codes, the services hooks and the backup.finished event.
  */
