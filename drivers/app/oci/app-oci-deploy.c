@@ -66,8 +66,8 @@ static int make_disk(struct app *a, int64_t quota_mb, struct na_error *err)
                 r = app_volume_mount(img, disk, err);
         if (r < 0)
                 return r;
-        if (chmod(disk, 0711) < 0)
-                return na_error_sys(err, errno, "chmod %s", disk);
+        if ((r = app_dirs_private(a, err)) < 0)
+                return r;
         snprintf(sub, sizeof(sub), "%s/volume", disk);
         if (mkdir(sub, 0755) < 0 && errno != EEXIST)
                 return na_error_sys(err, errno, "mkdir %s", sub);
@@ -195,8 +195,8 @@ int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_de
 
         na_progress_stage(progress, "creating-volume", 0, NULL);
         struct app_ids ids;
-        r = na_mkdir_p(a->dir, 0711, err);
-        if (r >= 0 && chmod(a->dir, 0711) < 0)
+        r = na_mkdir_p(a->dir, 0700, err);
+        if (r >= 0 && chmod(a->dir, 0700) < 0) /* the app's ids reach it once it has them (app_dirs_private) */
                 r = na_error_sys(err, errno, "chmod %s", a->dir);
         if (r >= 0)
                 r = na_progress_checkpoint(progress, err);

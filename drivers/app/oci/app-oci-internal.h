@@ -106,6 +106,8 @@ int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct n
 /* app-oci-power.c */
 int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct na_error *err);
 int app_stop_locked(struct app_conn *c, struct app *a, bool kill_now, unsigned grace_sec, struct na_error *err);
+/* The app's directory and disk: root's, searchable by the app's group only (app-oci-power.c). */
+int app_dirs_private(const struct app *a, struct na_error *err);
 int app_ensure_mounts(struct app_conn *c, struct app *a, struct na_error *err);
 
 /* app-oci-power.c: the table's functions */

@@ -35,6 +35,30 @@ static void sleep_ms(long ms)
         nanosleep(&ts, NULL);
 }
 
+/*
+ * The app's directory and its disk's mount point: root's, searchable by the app's own
+ * group (its ids' base: crun, inside the app's user namespace, traverses them to the
+ * root and the volume) and by nobody else, so no other uid of the node (a service
+ * account, another app's) walks into a volume. Applied at deploy and at every mount,
+ * so apps made by an earlier agent (mode 0711) are closed too.
+ */
+int app_dirs_private(const struct app *a, struct na_error *err)
+{
+        char disk[4200];
+        app_path_in(a, "disk", disk, sizeof(disk));
+        const char *dirs[] = { a->dir, disk };
+        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+                _cleanup_close_ int fd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT && i > 0)
+                        continue;
+                if (fd < 0)
+                        return na_error_sys(err, errno, "app %s: open %s", a->id, dirs[i]);
+                if (fchown(fd, 0, (gid_t)a->uid_base) < 0 || fchmod(fd, 0710) < 0)
+                        return na_error_sys(err, errno, "app %s: make %s private to the app", a->id, dirs[i]);
+        }
+        return 0;
+}
+
 int app_ensure_mounts(struct app_conn *c, struct app *a, struct na_error *err)
 {
         (void)c;
@@ -46,6 +70,8 @@ int app_ensure_mounts(struct app_conn *c, struct app *a, struct na_error *err)
         int r = app_volume_is_mounted(disk, &mounted, err);
         if (r >= 0 && !mounted)
                 r = app_volume_mount(img, disk, err);
+        if (r >= 0)
+                r = app_dirs_private(a, err);
         if (r < 0)
                 return na_error_prefix(err, "app %s: volume", a->id);
         r = app_rootfs_is_mounted(a->dir, &mounted, err);
