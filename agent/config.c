@@ -88,6 +88,8 @@ static const struct key_def keys[] = {
         { "apps", "verify_pending_sec", K_UINT, OFF(apps_verify_pending_sec), false, "300", 10, 86400 },
         { "apps", "verify_routed_sec", K_UINT, OFF(apps_verify_routed_sec), false, "3600", 10, 604800 },
         { "apps", "nft_table", K_STRING, OFF(apps_nft_table), false, "nodeagent_apps", 0, 0 },
+        { "apps", "output_lines_per_sec", K_UINT, OFF(apps_output_lines_per_sec), false, "1000", 1, 1000000 },
+        { "apps", "monitor_memory_mb", K_UINT, OFF(apps_monitor_memory_mb), false, "32", 8, 4096 },
 
         { "firewall", "enabled", K_BOOL, OFF(fw_enabled), false, "true", 0, 0 },
         { "firewall", "table", K_STRING, OFF(fw_table), false, "nodeagent", 0, 0 },

@@ -75,6 +75,8 @@ struct agent_config {
         int64_t apps_verify_pending_sec; /* pending domains checked again every (300) */
         int64_t apps_verify_routed_sec;  /* routed domains checked again every (3600) */
         char *apps_nft_table;        /* the apps' own nft table (inet), "nodeagent_apps" */
+        int64_t apps_output_lines_per_sec; /* lines an app's monitor keeps a second (1000) */
+        int64_t apps_monitor_memory_mb;    /* memory cap of an app's monitor cgroup (32) */
 
         /* [firewall] */
         bool fw_enabled;

@@ -254,6 +254,8 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                 .resolver = cfg->apps_resolver,
                 .apps_domain = cfg->apps_apps_domain,
                 .net_table = cfg->apps_nft_table,
+                .output_lines_per_sec = (unsigned)cfg->apps_output_lines_per_sec,
+                .monitor_memory_mb = (unsigned)cfg->apps_monitor_memory_mb,
         };
         if (cfg->apps_crash_backoff_ms)
                 (void)config_parse_backoff(cfg->apps_crash_backoff_ms, o.crash_backoff_ms);

@@ -77,6 +77,11 @@ struct app_options {
         const char *apps_domain;      /* [apps] apps_domain; NULL: no domain exposures */
         const char *net_table;        /* nft table of the apps; NULL: "nodeagent_apps" */
         const struct app_routes *routes; /* domain verification and routing (drivers/app-routes.h); NULL: none */
+        /* What an app's output may cost (issue 20, app-monitor.h): its monitor runs in a
+         * cgroup of its own capped at the app's CPU, this memory and 16 processes, and
+         * keeps at most this many lines a second (a burst of ten seconds' worth). */
+        unsigned output_lines_per_sec; /* [apps] output_lines_per_sec; 0: 1000 */
+        unsigned monitor_memory_mb;    /* [apps] monitor_memory_mb; 0: 32 */
 };
 
 struct app_driver {

@@ -100,6 +100,8 @@ static int remove_files(struct app_conn *c, const char *id, const char *dir, str
                 r = app_net_forget(c->net, id, err); /* exposures, rules, namespace, link, address */
         if (r < 0)
                 return r;
+        if (c->have_layout)
+                app_monitor_cgroup_remove(NULL, c->layout, id);
         int dfd = open(c->apps_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return na_error_sys(err, errno, "open %s", c->apps_dir);

@@ -45,6 +45,8 @@
 #define APP_OCI_DEFAULT_VOLUME_PATH "/home/container"
 #define APP_OCI_CPU_PERIOD 100000
 #define APP_OCI_NOFILE 65536
+/* The CFS quota of `cores` CPUs per APP_OCI_CPU_PERIOD (at least the kernel's 1 ms). */
+int64_t app_oci_cpu_quota(double cores);
 
 struct app_oci_input {
         const char *id, *hostname;

@@ -1,0 +1,8 @@
+# Issue 20, the monitor's slice: an app that floods its output stays inside its own
+# limits (the monitor's CPU, the lines per second), and the OOM order (containers die
+# before the agent, its monitors and helpers). The real agent, controller link, crun
+# and a busybox image (tests/app/mkimage.py); root only.
+na_python_cases(tenants-monitor ${CMAKE_CURRENT_SOURCE_DIR}/test_monitor_tenants.py TIMEOUT 300 LABELS apps tenants)
+# The lines-per-second rule itself, on a fixed clock.
+na_cmocka_test(test-monitor-rate SOURCES test-monitor-rate.c ${CMAKE_SOURCE_DIR}/monitor/monitor-rate.c
+               LIBS nacommon LABELS unit app)
