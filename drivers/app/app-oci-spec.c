@@ -195,11 +195,11 @@ static json_t *process(const struct app_oci_input *in)
         json_t *capset = strv(caps, ARRAY_SIZE(caps));
         json_t *c = json_pack("{s:O, s:O, s:o, s:[], s:[]}", "bounding", capset, "effective", capset, "permitted",
                               capset, "inheritable", "ambient");
-        return json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:[{s:s, s:I, s:I}], s:b}", "terminal", 0,
+        return json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:[{s:s, s:I, s:I}], s:b, s:i}", "terminal", 0,
                          "user", "uid", 0, "gid", 0, "args", strv((const char *const *)in->argv, SIZE_MAX), "env",
                          environment(in), "cwd", in->cwd ? in->cwd : "/",
                          "capabilities", c, "rlimits", "type", "RLIMIT_NOFILE", "hard", files, "soft", files,
-                         "noNewPrivileges", 1);
+                         "noNewPrivileges", 1, "oomScoreAdj", APP_OCI_OOM_SCORE_ADJ);
 }
 
 static json_t *namespaces(const struct app_oci_input *in)

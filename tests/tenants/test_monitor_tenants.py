@@ -1,11 +1,15 @@
 #!/usr/bin/python3
-"""Issue 20, what an app's output costs, against the real agent, crun
+"""Issue 20, what an app's output costs and who dies first, against the real agent, crun
 and nodeagent-monitor with a busybox image.
 
 monitor_flood: an app capped at 0.05 CPU prints short lines as fast as it can. Its
 monitor's CPU (from /proc/PID/stat over a few seconds) stays within the app's own CPU
 limit, the lines kept per second are bounded, one `system` line says how many were
-dropped, and a neighbour app still answers its console at once."""
+dropped, and a neighbour app still answers its console at once.
+
+oom_order: a container's processes have a high oom_score_adj, the agent, the app's
+monitor and nodeagent-sftpd a negative one, so a node short of memory kills a
+customer's container first."""
 import json
 import os
 import re
@@ -128,5 +132,60 @@ def monitor_flood(s):
     check(not left, f"the monitor's cgroup is left: {left}")
 
 
+def children_named(root, prefix):
+    """Pids of processes named prefix* below root (or started by its descendants and reparented
+    to a subreaper: the test's directory in the command line is enough)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if exe.startswith(prefix) and root.encode() in cmd:
+            out.append(int(pid))
+    return out
+
+
+def has_cap_sys_resource():
+    with open("/proc/self/status") as f:
+        eff = int(next(line for line in f if line.startswith("CapEff:")).split()[1], 16)
+    return bool(eff & (1 << 24))
+
+
+@needs("root")
+@with_setup(agent_conf=apps_conf)
+def oom_order(s):
+    need_root()
+    app = start_app(s, "sleeper", ["/bin/sh", "-c", "echo up; exec sleep 600"], 0.5)
+    d = app_dir(s, app)
+    mon = read_int(os.path.join(d, "monitor.pid"))
+    ctr = read_int(os.path.join(d, "container.pid"))
+    agent = s.agent.proc.pid
+    scores = {"container": read_int(f"/proc/{ctr}/oom_score_adj"), "monitor": read_int(f"/proc/{mon}/oom_score_adj"),
+              "agent": read_int(f"/proc/{agent}/oom_score_adj")}
+    for pid in children_named(s.tmp, "nodeagent-sftpd"):
+        scores[f"sftpd {pid}"] = read_int(f"/proc/{pid}/oom_score_adj")
+    print(json.dumps(scores))
+    check(any(k.startswith("sftpd") for k in scores), f"no nodeagent-sftpd runs: {scores}")
+    check(scores["container"] == 1000, scores)
+    # The agent lowers itself when it may (root with CAP_SYS_RESOURCE, or systemd's
+    # OOMScoreAdjust=-900 before it); where it may not, it says so and keeps its value.
+    # Either way everything it starts shares its value, below every container's.
+    if has_cap_sys_resource():
+        check(scores["agent"] == -900, scores)
+    else:
+        check("oom_score_adj stays" in s.agent.log_text(), "no warning that the agent could not lower itself")
+        print("no CAP_SYS_RESOURCE here: the agent keeps its inherited value and says so")
+    for k, v in scores.items():
+        if k != "container":
+            check(v == scores["agent"] and v < scores["container"], scores)
+    app_job(s, "app.power", app, {"action": "kill"})
+    app_job(s, "app.delete", app)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases({f.__name__: f for f in [monitor_flood]}))
+    sys.exit(run_cases({f.__name__: f for f in [monitor_flood, oom_order]}))
