@@ -6,3 +6,6 @@ na_python_cases(tenants-monitor ${CMAKE_CURRENT_SOURCE_DIR}/test_monitor_tenants
 # The lines-per-second rule itself, on a fixed clock.
 na_cmocka_test(test-monitor-rate SOURCES test-monitor-rate.c ${CMAKE_SOURCE_DIR}/monitor/monitor-rate.c
                LIBS nacommon LABELS unit app)
+# The out-of-memory paths -fanalyzer found, through the real agent with fault injection.
+na_python_cases(tenants-oom-paths ${CMAKE_CURRENT_SOURCE_DIR}/test_monitor_oom_paths.py TIMEOUT 300
+                LABELS apps tenants console)
