@@ -9,3 +9,5 @@ na_cmocka_test(test-monitor-rate SOURCES test-monitor-rate.c ${CMAKE_SOURCE_DIR}
 # The out-of-memory paths -fanalyzer found, through the real agent with fault injection.
 na_python_cases(tenants-oom-paths ${CMAKE_CURRENT_SOURCE_DIR}/test_monitor_oom_paths.py TIMEOUT 300
                 LABELS apps tenants console)
+# A VM's metadata loaded while memory runs out (fault injection): ENOMEM, never a key dropped.
+na_cmocka_test(test-monitor-vm-meta SOURCES test-monitor-vm-meta.c LIBS nadrivers LABELS unit vm)
