@@ -11,3 +11,5 @@ na_python_cases(tenants-oom-paths ${CMAKE_CURRENT_SOURCE_DIR}/test_monitor_oom_p
                 LABELS apps tenants console)
 # A VM's metadata loaded while memory runs out (fault injection): ENOMEM, never a key dropped.
 na_cmocka_test(test-monitor-vm-meta SOURCES test-monitor-vm-meta.c LIBS nadrivers LABELS unit vm)
+# The Prometheus endpoint: a 4.7 MiB page to a slow reader arrives whole.
+na_cmocka_test(test-monitor-prometheus SOURCES test-monitor-prometheus.c LIBS naagent LABELS unit agent)
