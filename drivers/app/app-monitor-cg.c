@@ -101,8 +101,12 @@ int app_monitor_cgroup_make(const char *root, enum app_cgroup_layout layout, con
         } else {
                 /* v1 and hybrid: one directory per controller, as crun makes the app's. */
                 for (size_t i = 0; i < ARRAY_SIZE(v1_controllers) && r >= 0; i++) {
+                        char hier[PATH_MAX];
+                        snprintf(hier, sizeof(hier), "%s/%s", root, v1_controllers[i]);
+                        if (access(hier, F_OK) < 0 && errno == ENOENT)
+                                continue; /* a controller this host does not mount: crun skips it too */
                         snprintf(parent, sizeof(parent), "%s/%s/" PARENT, root, v1_controllers[i]);
-                        char *d = ret->dirs[i];
+                        char *d = ret->dirs[ret->n];
                         r = make_dir(parent, err);
                         if (r >= 0 && (size_t)snprintf(d, sizeof(ret->dirs[0]), "%s/monitor-%s", parent, app_id) >=
                                               sizeof(ret->dirs[0]))
@@ -112,7 +116,7 @@ int app_monitor_cgroup_make(const char *root, enum app_cgroup_layout layout, con
                         if (r >= 0)
                                 r = v1_caps(v1_controllers[i], d, caps, err);
                         if (r >= 0)
-                                ret->n = i + 1;
+                                ret->n++;
                 }
         }
         return r < 0 ? na_error_prefix(err, "app %s: monitor cgroup", app_id) : 0;
