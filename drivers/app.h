@@ -83,6 +83,11 @@ struct app_options {
         uint64_t image_unpack_max_files;       /* [apps] image_unpack_max_files: entries one unpack makes (500000) */
         unsigned image_unpack_reserve_percent; /* [apps] image_unpack_reserve_percent: free space and inodes kept (5) */
         uint64_t image_pull_max_bytes;         /* [apps] image_pull_max_mb: what one pull downloads (4 GiB) */
+        /* What an app's output may cost (issue 20, app-monitor.h): its monitor runs in a
+         * cgroup of its own capped at the app's CPU, this memory and 16 processes, and
+         * keeps at most this many lines a second (a burst of ten seconds' worth). */
+        unsigned output_lines_per_sec; /* [apps] output_lines_per_sec; 0: 1000 */
+        unsigned monitor_memory_mb;    /* [apps] monitor_memory_mb; 0: 32 */
 };
 
 struct app_driver {

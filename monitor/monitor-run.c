@@ -2,6 +2,7 @@
 #include "monitor/monitor.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -278,5 +279,28 @@ int mon_write_file(int dirfd, const char *name, const char *text)
                 return r;
         }
         fsync(dirfd);
+        return 0;
+}
+
+int mon_join_cgroups(struct monitor *m, char *errbuf, size_t errlen)
+{
+        char pid[24];
+        int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+        for (size_t i = 0; i < m->n_cgroups; i++) {
+                char path[PATH_MAX];
+                if ((size_t)snprintf(path, sizeof(path), "%s/cgroup.procs", m->cgroups[i]) >= sizeof(path)) {
+                        snprintf(errbuf, errlen, "join cgroup %s: path too long", m->cgroups[i]);
+                        return -ENAMETOOLONG;
+                }
+                int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+                ssize_t w = fd >= 0 ? RETRY_EINTR(write(fd, pid, (size_t)n)) : -1;
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                if (w != n) {
+                        snprintf(errbuf, errlen, "join cgroup %s: %s", m->cgroups[i], strerror(w < 0 ? e : EIO));
+                        return w < 0 ? -e : -EIO;
+                }
+        }
         return 0;
 }

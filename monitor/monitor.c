@@ -8,7 +8,17 @@
  *
  *   nodeagent-monitor --dir APPDIR --id ID --runtime /usr/bin/crun --runtime-root DIR
  *       --bundle DIR [--private-cgroup-ns] [--started-pattern REGEX] [--ring-bytes N]
- *       [--status-fd FD] [--seccomp on|log]
+ *       [--status-fd FD] [--seccomp on|log] [--cgroup DIR]... [--lines-per-sec N]
+ *       [--lines-burst N]
+ *
+ * --cgroup: once crun has started the container, the monitor moves itself into each
+ * DIR (a cgroup directory the agent made and capped, beside the app's own; one per v1
+ * controller or one v2 group), so that what the app's output costs counts against
+ * limits made from the app's plan, not the agent's (issue 20). crun itself runs
+ * before the move, in the agent's cgroup.
+ * --lines-per-sec (default 1000, 0: no bound) and --lines-burst (default ten
+ * seconds' worth): output lines past the bound are dropped, and one `system` line a
+ * second says how many (monitor-rate.h).
  *
  * Once crun has started the container, the monitor loads its own seccomp allow-list
  * (monitor-seccomp.h); `--seccomp log` lets every call through and logs the ones not
@@ -85,7 +95,8 @@ static bool id_ok(const char *id)
 
 static void parse_args(struct monitor *m, int argc, char **argv)
 {
-        enum { O_DIR = 256, O_ID, O_RUNTIME, O_ROOT, O_BUNDLE, O_PRIVNS, O_PATTERN, O_RING, O_STATUS, O_SECCOMP };
+        enum { O_DIR = 256, O_ID, O_RUNTIME, O_ROOT, O_BUNDLE, O_PRIVNS, O_PATTERN, O_RING, O_STATUS, O_SECCOMP,
+               O_CGROUP, O_RATE, O_BURST };
         static const struct option opts[] = {
                 { "dir", required_argument, NULL, O_DIR },
                 { "id", required_argument, NULL, O_ID },
@@ -97,6 +108,9 @@ static void parse_args(struct monitor *m, int argc, char **argv)
                 { "ring-bytes", required_argument, NULL, O_RING },
                 { "status-fd", required_argument, NULL, O_STATUS },
                 { "seccomp", required_argument, NULL, O_SECCOMP },
+                { "cgroup", required_argument, NULL, O_CGROUP },
+                { "lines-per-sec", required_argument, NULL, O_RATE },
+                { "lines-burst", required_argument, NULL, O_BURST },
                 { 0 },
         };
         const char *bad = NULL;
@@ -133,6 +147,24 @@ static void parse_args(struct monitor *m, int argc, char **argv)
                         else if (!streq(optarg, "on"))
                                 bad = bad ? bad : "--seccomp (on or log)";
                         break;
+                case O_CGROUP:
+                        if (m->n_cgroups == MON_CGROUPS_MAX || !abs_path_ok(optarg))
+                                bad = bad ? bad : "--cgroup (at most 4 absolute paths)";
+                        else
+                                m->cgroups[m->n_cgroups++] = optarg;
+                        break;
+                case O_RATE:
+                case O_BURST: {
+                        unsigned long long v = strtoull(optarg, &end, 10);
+                        unsigned long long max = c == O_RATE ? MON_LINES_PER_SEC_MAX : MON_LINES_BURST_MAX;
+                        if (!*optarg || *end || *optarg == '-' || v > max)
+                                bad = bad ? bad : c == O_RATE ? "--lines-per-sec" : "--lines-burst";
+                        else if (c == O_RATE)
+                                m->lines_per_sec = (uint32_t)v;
+                        else
+                                m->lines_burst = (uint32_t)v;
+                        break;
+                }
                 default: bad = bad ? bad : "unknown option"; break;
                 }
         }
@@ -251,6 +283,11 @@ static void start_container(struct monitor *m)
                 collect_stderr(m, crun_err, sizeof(crun_err));
                 fail(m, "%s%s%s", why, crun_err[0] ? ": " : "", crun_err);
         }
+        if (mon_join_cgroups(m, why, sizeof(why)) < 0) {
+                if (mon_delete_container(m) < 0)
+                        fail(m, "%s; crun delete %s failed too", why, m->id);
+                fail(m, "%s", why);
+        }
         mon_find_memory_cgroup(m);
         if (mon_epoll_mod(m, EPOLL_CTL_ADD, m->out[0].fd, EPOLLIN, MON_TAG(MON_TAG_OUT, 0)) < 0 ||
             mon_epoll_mod(m, EPOLL_CTL_ADD, m->out[1].fd, EPOLLIN, MON_TAG(MON_TAG_OUT, 1)) < 0 ||
@@ -353,6 +390,7 @@ int main(int argc, char **argv)
         m->status_fd = m->dirfd = m->pidfile_fd = m->epfd = m->sigfd = m->timerfd = m->listen_fd = -1;
         m->stdin_fd = m->out[0].fd = m->out[1].fd = m->delete_fd = -1;
         m->seccomp_refused = mon_seccomp_refused_default();
+        m->lines_per_sec = MON_LINES_PER_SEC_DEFAULT;
         for (int i = 0; i < MON_CLIENTS_MAX; i++)
                 m->clients[i].fd = -1;
         parse_args(m, argc, argv);
@@ -377,6 +415,10 @@ int main(int argc, char **argv)
         if (app_ring_open(m->dir, m->ring_bytes, &m->ring, &err) < 0)
                 fail(m, "%s", err.message);
         m->notified_seq = app_ring_next_seq(m->ring);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        mon_rate_init(&m->rate, m->lines_per_sec, m->lines_burst ? m->lines_burst : m->lines_per_sec * 10u,
+                      (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
 
         setup_loop(m);
         char why[256];

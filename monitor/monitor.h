@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "ring/app-ring.h"
+#include "monitor/monitor-rate.h"
 
 #define MON_CLIENTS_MAX 16
 #define MON_STDIN_BUF (64u * 1024u)
@@ -23,6 +24,10 @@
 #define MON_PARTIAL_FLUSH_MS 100
 #define MON_START_TIMEOUT_MS 60000
 #define MON_DELETE_TIMEOUT_MS 30000
+#define MON_CGROUPS_MAX 4          /* --cgroup directories (one per v1 controller, or one v2 group) */
+#define MON_LINES_PER_SEC_DEFAULT 1000u
+#define MON_LINES_PER_SEC_MAX 1000000u
+#define MON_LINES_BURST_MAX 10000000u
 
 /* epoll tags: kind in the high half, index in the low half. */
 enum mon_tag {
@@ -62,6 +67,10 @@ struct monitor {
         size_t ring_bytes;
         int status_fd;
         uint32_t seccomp_refused; /* what a call off the list gets (monitor-seccomp.h) */
+        const char *cgroups[MON_CGROUPS_MAX]; /* joined once the container runs (monitor-run.c) */
+        size_t n_cgroups;
+        uint32_t lines_per_sec, lines_burst; /* the output bound (monitor-rate.h); 0 per second: none */
+        struct mon_rate rate;
 
         int dirfd, pidfile_fd;
         pid_t delete_pid; /* the delete helper (monitor-run.c), 0 once gone */
@@ -98,12 +107,14 @@ int mon_run_container(struct monitor *m, int fd_in, int fd_out, int fd_err, char
 int mon_delete_helper_start(struct monitor *m);
 int mon_delete_container(struct monitor *m);
 void mon_find_memory_cgroup(struct monitor *m);
+/* Move the monitor into each --cgroup directory (its cgroup.procs); 0, or -errno and the reason. */
+int mon_join_cgroups(struct monitor *m, char *errbuf, size_t errlen);
 bool mon_oom_killed(const struct monitor *m);
 int mon_write_file(int dirfd, const char *name, const char *text);
 
 /* monitor-io.c */
 void mon_output_readable(struct monitor *m, int index);
-void mon_output_flush_partial(struct monitor *m);
+void mon_output_flush_partial(struct monitor *m); /* the timer: unfinished lines, the drop report */
 void mon_output_drain(struct monitor *m);
 void mon_system_line(struct monitor *m, const char *text, size_t len);
 /* Queue a console line (text + '\n'); NULL or a reason to refuse it. */

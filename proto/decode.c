@@ -231,15 +231,19 @@ int proto_strv(json_t *obj, const char *prefix, const char *key, unsigned flags,
                 return -EINVAL;
         if (!out)
                 return PROTO_PRESENT;
+        NA_ANALYZER_FP("-Wanalyzer-use-of-uninitialized-value") /* calloc zeroes the array; GCC 12 misreads json_array_size */
         char **v = calloc(json_array_size(arr) + 1, sizeof(char *));
+        NA_ANALYZER_FP_END
         if (!v)
                 return na_error_sys(err, ENOMEM, "%s", path);
         json_array_foreach(arr, i, item) {
+                NA_ANALYZER_FP("-Wanalyzer-malloc-leak") /* GCC 12 loses a string stored into an element of a heap array: the array owns it and frees it */
                 v[i] = strdup(json_string_value(item));
                 if (!v[i]) {
                         proto_strv_free(v);
                         return na_error_sys(err, ENOMEM, "%s", path);
                 }
+                NA_ANALYZER_FP_END
         }
         *out = v;
         return PROTO_PRESENT;

@@ -310,11 +310,49 @@ void app_ring_close(struct app_ring *r)
 
 uint64_t app_ring_next_seq(const struct app_ring *r) { return r->next_seq; }
 
+/*
+ * Records of one append, written with one pwritev per WBATCH_RECS records (not one
+ * per line: a flood of short lines cost a system call each, issue 20). The seqs are
+ * given as records are queued and taken back when the write fails.
+ */
+#define WBATCH_RECS 64
+
+struct wbatch {
+        unsigned char hdr[WBATCH_RECS][REC_HDR];
+        struct iovec iov[2 * WBATCH_RECS];
+        size_t nrec, bytes;
+        uint64_t first_seq, saved_first_seq; /* the batch's first seq; cur_first_seq before it */
+};
+
+static int wbatch_flush(struct app_ring *r, struct wbatch *b, struct na_error *err)
+{
+        if (!b->nrec)
+                return 0;
+        size_t nrec = b->nrec, bytes = b->bytes;
+        b->nrec = b->bytes = 0;
+        ssize_t n = RETRY_EINTR(pwritev(r->fd[r->cur], b->iov, (int)(2 * nrec), (off_t)r->cur_size));
+        if (n != (ssize_t)bytes) {
+                int e = n < 0 ? errno : ENOSPC;
+                if (ftruncate(r->fd[r->cur], (off_t)r->cur_size) < 0)
+                        r->synced = false;
+                r->next_seq = b->first_seq;
+                r->cur_first_seq = b->saved_first_seq;
+                return na_error_sys(err, e, "output ring: write %s", seg_names[r->cur]);
+        }
+        r->cur_size += bytes;
+        return 0;
+}
+
 /* One record at the end of the current segment (switching segments when it is full). */
-static int ring_put(struct app_ring *r, unsigned stream, int64_t ts, const void *text, size_t len,
+static int ring_put(struct app_ring *r, struct wbatch *b, unsigned stream, int64_t ts, const void *text, size_t len,
                     struct na_error *err)
 {
         uint64_t size = REC_HDR + len;
+        if (b->nrec == WBATCH_RECS || (r->cur_size + b->bytes > 0 && r->cur_size + b->bytes + size > r->seg_bytes)) {
+                int q = wbatch_flush(r, b, err);
+                if (q < 0)
+                        return q;
+        }
         if (r->cur_size > 0 && r->cur_size + size > r->seg_bytes) {
                 int o = 1 - r->cur;
                 if (ftruncate(r->fd[o], 0) < 0)
@@ -323,23 +361,22 @@ static int ring_put(struct app_ring *r, unsigned stream, int64_t ts, const void 
                 r->cur_size = 0;
                 r->cur_first_seq = 0;
         }
-        unsigned char h[REC_HDR];
+        if (!b->nrec) {
+                b->first_seq = r->next_seq;
+                b->saved_first_seq = r->cur_first_seq;
+        }
+        unsigned char *h = b->hdr[b->nrec];
         put_u32(h, (uint32_t)len);
         put_u64(h + 8, r->next_seq);
         put_u64(h + 16, (uint64_t)ts);
         h[24] = (unsigned char)stream;
         put_u32(h + 4, rec_crc(h, text, len));
-        struct iovec iov[2] = { { h, sizeof(h) }, { (void *)text, len } };
-        ssize_t n = RETRY_EINTR(pwritev(r->fd[r->cur], iov, 2, (off_t)r->cur_size));
-        if (n != (ssize_t)size) {
-                int e = n < 0 ? errno : ENOSPC;
-                if (ftruncate(r->fd[r->cur], (off_t)r->cur_size) < 0)
-                        r->synced = false;
-                return na_error_sys(err, e, "output ring: write %s", seg_names[r->cur]);
-        }
+        b->iov[2 * b->nrec] = (struct iovec){ h, REC_HDR };
+        b->iov[2 * b->nrec + 1] = (struct iovec){ (void *)text, len };
+        b->nrec++;
+        b->bytes += size;
         if (!r->cur_first_seq)
                 r->cur_first_seq = r->next_seq;
-        r->cur_size += size;
         r->next_seq++;
         return 0;
 }
@@ -358,16 +395,20 @@ int app_ring_append(struct app_ring *r, enum app_ring_stream stream, const void 
         const char *p = text ? text : "", *end = p + len;
         if (len > 0 && end[-1] == '\n')
                 end--;
+        struct wbatch b;
+        b.nrec = b.bytes = 0;
         while (q >= 0) {
                 const char *nl = memchr(p, '\n', (size_t)(end - p));
                 const char *stop = nl ? nl : end;
                 if ((size_t)(stop - p) > APP_RING_TEXT_MAX)
                         stop = p + APP_RING_TEXT_MAX, nl = NULL;
-                q = ring_put(r, stream, ts, p, (size_t)(stop - p), err);
+                q = ring_put(r, &b, stream, ts, p, (size_t)(stop - p), err);
                 p = nl ? nl + 1 : stop;
                 if (!nl && p >= end)
                         break;
         }
+        if (q >= 0)
+                q = wbatch_flush(r, &b, err);
         flock(r->lockfd, LOCK_UN);
         if (q < 0)
                 return q;

@@ -154,6 +154,12 @@ char *app_haproxy_render_config(const struct app_haproxy *h)
                               "frontend http\n"
                               "    mode http\n"
                               "    bind %s\n"
+                              /* What a client says of its own address never reaches the app: its
+                               * X-Forwarded-For (forwardfor would append to it), Forwarded and
+                               * X-Real-IP go, and the app reads the one address HAProxy saw. */
+                              "    http-request del-header X-Forwarded-For\n"
+                              "    http-request del-header Forwarded\n"
+                              "    http-request del-header X-Real-IP\n"
                               "    option forwardfor\n"
                               "    http-request set-var(txn.route) req.hdr(host),field(1,:),lower,regsub(\\\\.$,),map(%s)\n"
                               "    http-request return status 404 content-type text/plain string \"" NOT_ROUTED_BODY

@@ -58,7 +58,9 @@ int app_fs_list(struct app_fs *fs, const char *path, size_t max, struct app_fs_l
                 close(fd);
                 return r;
         }
+        NA_ANALYZER_FP("-Wanalyzer-malloc-leak") /* the names belong to l, released by its cleanup (app_fs_listing_clear) or handed to *ret */
         _cleanup_(app_fs_listing_clear) struct app_fs_listing l = {0};
+        NA_ANALYZER_FP_END
         size_t cap = 0;
         for (struct dirent *de; (errno = 0, de = readdir(d));) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
@@ -177,7 +179,7 @@ int app_fs_read_text(struct app_fs *fs, const char *path, uint64_t offset, uint3
         _cleanup_free_ unsigned char *buf = malloc((size_t)limit + 1);
         if (!buf)
                 return na_error_sys(err, ENOMEM, "read %s", path);
-        size_t n;
+        size_t n = 0;
         if ((r = pread_full(fd, buf, limit, offset, &n)) < 0)
                 return na_error_sys(err, -r, "read %s", path);
         bool more = false;

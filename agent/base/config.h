@@ -79,6 +79,8 @@ struct agent_config {
         int64_t apps_image_unpack_max_files;       /* entries one image unpack may make (500000) */
         int64_t apps_image_unpack_reserve_percent; /* free space and inodes an unpack leaves (5) */
         int64_t apps_image_pull_max_mb;            /* what one registry pull may download (4096) */
+        int64_t apps_output_lines_per_sec; /* lines an app's monitor keeps a second (1000) */
+        int64_t apps_monitor_memory_mb;    /* memory cap of an app's monitor cgroup (32) */
 
         /* [firewall] */
         bool fw_enabled;

@@ -17,6 +17,7 @@
 #include "agent/jobs/jobs.h"
 #include "agent/base/log.h"
 #include "agent/base/services.h"
+#include "common/fault.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "common/uuid.h"
@@ -332,8 +333,17 @@ int console_app_start(struct console_session *s, struct na_error *err)
         if (json_is_integer(next))
                 s->next_seq = json_integer_value(next);
         struct app_follower *f = follower_get(c, s->target_id, s->next_seq);
-        if (!f || (f->nsubs == f->cap && !(f->subs = reallocarray(f->subs, f->cap = f->cap ? f->cap * 2 : 4,
-                                                                   sizeof(*f->subs))))) {
+        if (f && f->nsubs == f->cap && !NA_FAULT("console.subs-grow")) {
+                /* Grown through a temporary: a failed reallocarray leaves the list and its
+                 * capacity as they were (they described the other sessions). */
+                size_t cap = f->cap ? f->cap * 2 : 4;
+                struct console_session **subs = reallocarray(f->subs, cap, sizeof(*f->subs));
+                if (subs) {
+                        f->subs = subs;
+                        f->cap = cap;
+                }
+        }
+        if (!f || f->nsubs == f->cap) {
                 if (f && !f->nsubs)
                         follower_free(f);
                 return na_error_sys(err, ENOMEM, "console %s", s->id);

@@ -1,12 +1,43 @@
 /* nodeagentd: the node agent daemon. */
+#include <fcntl.h>
 #include <getopt.h>
 #include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "agent/base/config.h"
 #include "agent/daemon/daemon.h"
 #include "agent/base/log.h"
 #include "common/spawnd.h"
+
+/*
+ * The OOM order (issue 20): the agent and everything it starts (its exec helper, each
+ * app's nodeagent-monitor, nodeagent-sftpd, qemu-img) inherit this oom_score_adj, so a
+ * node short of memory kills a customer's container (APP_OCI_OOM_SCORE_ADJ, 1000)
+ * first. Under systemd, nodeagent.service's OOMScoreAdjust=-900 has set it already and
+ * a drop-in decides (the unit drops CAP_SYS_RESOURCE: nothing lower can be set here);
+ * started otherwise as root, the agent lowers itself. Never raised.
+ */
+#define AGENT_OOM_SCORE_ADJ (-900)
+
+static void oom_protect(void)
+{
+        int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        char buf[16] = "";
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n > 0 && atoi(buf) > AGENT_OOM_SCORE_ADJ) {
+                char v[16];
+                int len = snprintf(v, sizeof(v), "%d", AGENT_OOM_SCORE_ADJ);
+                if (pwrite(fd, v, (size_t)len, 0) != len)
+                        log_warn("oom_score_adj stays %d (setting %d: %s): the OOM killer may pick the agent "
+                                 "before an app",
+                                 atoi(buf), AGENT_OOM_SCORE_ADJ, strerror(errno));
+        }
+        close(fd);
+}
 
 static void usage(FILE *f)
 {
@@ -74,6 +105,7 @@ int main(int argc, char **argv)
                 return 0;
         }
 
+        oom_protect(); /* before anything is forked: they all inherit it */
         /* The exec helper must be forked while the process has one thread and no filter. */
         if (config_sandbox(cfg) == AGENT_SANDBOX_STRICT && na_spawnd_start(NULL, &err) < 0) {
                 log_error("cannot start: %s", err.message);

@@ -10,12 +10,16 @@
 
 #define REQUEST_MAX 8192
 #define CLIENTS_MAX 16
+#define REQUEST_TIMEOUT_MS 5000
+#define SEND_TIMEOUT_MS 30000 /* a whole page to a slow scraper */
 
 struct client {
         struct prometheus *p;
         int fd;
         char buf[REQUEST_MAX];
         size_t len;
+        char *out; /* the answer being sent (head and body), NULL before */
+        size_t out_len, out_off;
         struct loop_timer *deadline;
         struct client *next;
 };
@@ -42,19 +46,64 @@ static void client_free(struct client *c)
         loop_unwatch(p->loop, c->fd);
         close(c->fd);
         loop_timer_free(c->deadline);
+        free(c->out);
         free(c);
 }
 
+static void client_io(void *userdata, int fd, uint32_t revents);
+
+/*
+ * Send what the socket takes now (it is non-blocking: the loop never waits on a
+ * scraper). true when the answer is out or the client failed: free it; false when
+ * the rest waits for EPOLLOUT.
+ */
+static bool flush_out(struct client *c)
+{
+        while (c->out_off < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return false;
+                if (n <= 0)
+                        return true; /* the scraper went away */
+                c->out_off += (size_t)n;
+        }
+        return true;
+}
+
+/*
+ * Queue the answer and send it, now or as the socket drains (gcc -fanalyzer, issue 20:
+ * a send() on the non-blocking socket that wrote part of a large page ended the answer
+ * there). Frees c once the answer is out or sending failed: the caller must not use c
+ * after this.
+ */
 static void reply(struct client *c, const char *status, const char *type, const char *body, size_t len)
 {
         char head[256];
         int n = snprintf(head, sizeof(head), "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
                          status, type, len);
-        /* Small answers on loopback: a blocking send with a timeout is bounded and brief. */
-        struct timeval tv = { .tv_sec = 1 };
-        setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (send(c->fd, head, (size_t)n, MSG_NOSIGNAL) == n && len)
-                (void)!send(c->fd, body, len, MSG_NOSIGNAL);
+        c->out = malloc((size_t)n + len);
+        if (!c->out) {
+                client_free(c);
+                return;
+        }
+        memcpy(c->out, head, (size_t)n);
+        if (len)
+                memcpy(c->out + n, body, len);
+        c->out_len = (size_t)n + len;
+        if (flush_out(c)) {
+                client_free(c);
+                return;
+        }
+        /* The rest as the socket drains, within its own deadline. */
+        loop_unwatch(c->p->loop, c->fd);
+        if (loop_watch(c->p->loop, c->fd, EPOLLOUT, client_io, c, NULL) < 0) {
+                client_free(c);
+                return;
+        }
+        if (c->deadline)
+                loop_timer_arm_ms(c->deadline, SEND_TIMEOUT_MS);
 }
 
 static void answer(struct client *c)
@@ -78,7 +127,11 @@ static void answer(struct client *c)
         na_error_clear(&err);
         if (p->health)
                 p->health(p->userdata, f);
-        fclose(f);
+        if (fclose(f) != 0 || !text) {
+                free(text);
+                reply(c, "500 Internal Server Error", "text/plain", "", 0);
+                return;
+        }
         reply(c, "200 OK", "text/plain; version=0.0.4", text, len);
         free(text);
 }
@@ -86,6 +139,11 @@ static void answer(struct client *c)
 static void client_io(void *userdata, int fd, uint32_t revents)
 {
         struct client *c = userdata;
+        if (c->out) {
+                if (flush_out(c))
+                        client_free(c);
+                return;
+        }
         ssize_t n = recv(fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
@@ -95,13 +153,10 @@ static void client_io(void *userdata, int fd, uint32_t revents)
         }
         c->len += (size_t)n;
         c->buf[c->len] = '\0';
-        if (strstr(c->buf, "\r\n\r\n") || strstr(c->buf, "\n\n")) {
-                answer(c);
-                client_free(c);
-        } else if (c->len >= sizeof(c->buf) - 1) {
+        if (strstr(c->buf, "\r\n\r\n") || strstr(c->buf, "\n\n"))
+                answer(c); /* frees c once the answer is out */
+        else if (c->len >= sizeof(c->buf) - 1)
                 reply(c, "431 Request Header Fields Too Large", "text/plain", "", 0);
-                client_free(c);
-        }
 }
 
 static void client_timeout(void *userdata)
@@ -130,7 +185,7 @@ static void listen_io(void *userdata, int fd, uint32_t revents)
                 c->fd = cfd;
                 c->deadline = loop_timer_new(p->loop, client_timeout, c);
                 if (c->deadline)
-                        loop_timer_arm_ms(c->deadline, 5000);
+                        loop_timer_arm_ms(c->deadline, REQUEST_TIMEOUT_MS);
                 c->next = p->clients;
                 p->clients = c;
                 p->nclients++;

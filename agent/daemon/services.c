@@ -258,6 +258,8 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                 .image_unpack_max_files = (uint64_t)cfg->apps_image_unpack_max_files,
                 .image_unpack_reserve_percent = (unsigned)cfg->apps_image_unpack_reserve_percent,
                 .image_pull_max_bytes = (uint64_t)cfg->apps_image_pull_max_mb << 20,
+                .output_lines_per_sec = (unsigned)cfg->apps_output_lines_per_sec,
+                .monitor_memory_mb = (unsigned)cfg->apps_monitor_memory_mb,
         };
         if (cfg->apps_crash_backoff_ms)
                 (void)config_parse_backoff(cfg->apps_crash_backoff_ms, o.crash_backoff_ms);

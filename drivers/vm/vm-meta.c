@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/fault.h"
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "proto/decode.h"
@@ -53,11 +54,13 @@ int vm_meta_set_keys(struct vm_meta *m, char *const *keys, struct na_error *err)
                 v = calloc(n + 1, sizeof(char *));
                 if (!v)
                         return na_error_sys(err, ENOMEM, "vps %s: keys", m->id);
+                NA_ANALYZER_FP("-Wanalyzer-malloc-leak") /* GCC 12 loses a string stored into an element of a heap array: the array owns it and frees it */
                 for (size_t i = 0; i < n; i++)
                         if (!(v[i] = strdup(keys[i]))) {
                                 proto_strv_free(v);
                                 return na_error_sys(err, ENOMEM, "vps %s: keys", m->id);
                         }
+                NA_ANALYZER_FP_END
         }
         proto_strv_free(m->ssh_keys);
         m->ssh_keys = v;
@@ -109,10 +112,16 @@ int vm_meta_save(const char *meta_dir, const struct vm_meta *m, struct na_error 
         return 0;
 }
 
-static char *dup_str(json_t *o, const char *key)
+/* A string member as a new string; NULL when absent, or when the copy failed (*oom set). */
+static char *dup_str(json_t *o, const char *key, bool *oom)
 {
         json_t *v = json_object_get(o, key);
-        return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
+        if (!json_is_string(v))
+                return NULL;
+        char *s = strdup(json_string_value(v));
+        if (!s)
+                *oom = true;
+        return s;
 }
 
 static void copy_str(json_t *o, const char *key, char *buf, size_t len)
@@ -140,7 +149,8 @@ int vm_meta_load(const char *meta_dir, const char *id, struct vm_meta *m, struct
                                     doc ? "not an object" : jerr.text);
 
         snprintf(m->id, sizeof(m->id), "%s", id);
-        m->name = dup_str(doc, "name");
+        bool oom = false; /* a copy failed: the load fails rather than lose a field (a key) */
+        m->name = dup_str(doc, "name", &oom);
         copy_str(doc, "hostname", m->hostname, sizeof(m->hostname));
         json_t *plan = json_object_get(doc, "plan");
         struct na_error ignore = NA_ERROR_INIT;
@@ -150,33 +160,42 @@ int vm_meta_load(const char *meta_dir, const char *id, struct vm_meta *m, struct
                 return na_error_set(err, EBADMSG, NA_E_INTERNAL, "vps %s: metadata %s: bad plan", id, path);
         }
         json_t *t = json_object_get(doc, "template");
-        m->template_id = dup_str(t, "id");
-        m->image_slug = dup_str(t, "imageSlug");
+        m->template_id = dup_str(t, "id", &oom);
+        m->image_slug = dup_str(t, "imageSlug", &oom);
         json_t *os = json_object_get(t, "os");
         m->os = json_is_string(os) && streq(json_string_value(os), "windows") ? PROTO_VPS_OS_WINDOWS
                                                                               : PROTO_VPS_OS_LINUX;
-        m->password_hash = dup_str(doc, "passwordHash");
+        m->password_hash = dup_str(doc, "passwordHash", &oom);
         json_t *keys = json_object_get(doc, "sshKeys");
         if (json_is_array(keys) && json_array_size(keys) > 0) {
-                m->ssh_keys = calloc(json_array_size(keys) + 1, sizeof(char *));
+                m->ssh_keys = NA_FAULT("vm-meta.keys") ? NULL : calloc(json_array_size(keys) + 1, sizeof(char *));
                 size_t i, n = 0;
                 json_t *k;
+                NA_ANALYZER_FP("-Wanalyzer-malloc-leak") /* GCC 12 loses a string stored into an element of a heap array: the array owns it and frees it */
                 json_array_foreach(keys, i, k)
-                        if (m->ssh_keys && json_is_string(k))
-                                m->ssh_keys[n++] = strdup(json_string_value(k));
+                        if (m->ssh_keys && json_is_string(k) &&
+                            !(m->ssh_keys[n++] = NA_FAULT("vm-meta.key") ? NULL : strdup(json_string_value(k))))
+                                break; /* the list ends at the NULL: freed whole below */
+                NA_ANALYZER_FP_END
+                if (!m->ssh_keys || (n > 0 && !m->ssh_keys[n - 1]))
+                        oom = true;
         }
         copy_str(doc, "sshKeyId", m->ssh_key_id, sizeof(m->ssh_key_id));
         json_t *inputs = json_object_get(doc, "inputs");
         m->inputs = json_is_object(inputs) ? json_incref(inputs) : NULL;
         json_t *boot = json_object_get(doc, "boot");
-        m->kernel = dup_str(boot, "kernel");
-        m->initrd = dup_str(boot, "initrd");
-        m->cmdline = dup_str(boot, "cmdline");
+        m->kernel = dup_str(boot, "kernel", &oom);
+        m->initrd = dup_str(boot, "initrd", &oom);
+        m->cmdline = dup_str(boot, "cmdline", &oom);
         m->created_at_ms = json_integer_value(json_object_get(doc, "createdAt"));
         m->generation = json_integer_value(json_object_get(doc, "generation"));
         json_t *ws = json_object_get(doc, "wantedState");
         m->want_running = json_is_string(ws) && streq(json_string_value(ws), "running");
         m->installing = json_is_true(json_object_get(doc, "installing"));
+        if (oom) {
+                vm_meta_clear(m);
+                return na_error_sys(err, ENOMEM, "vps %s: load metadata %s", id, path);
+        }
         if (!m->name || !m->template_id || !m->image_slug) {
                 vm_meta_clear(m);
                 return na_error_set(err, EBADMSG, NA_E_INTERNAL, "vps %s: metadata %s: incomplete", id, path);

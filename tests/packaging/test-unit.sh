@@ -48,6 +48,7 @@ expect Restart on-failure
 expect KillMode process
 expect Delegate yes
 expect OOMPolicy continue
+expect OOMScoreAdjust -900
 expect StateDirectory nodeagent
 expect StateDirectoryMode 0711
 expect RuntimeDirectory nodeagent

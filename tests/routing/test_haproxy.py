@@ -39,7 +39,9 @@ class Backend:
             protocol_version = "HTTP/1.1"
 
             def do_GET(self):
-                body = f"{outer.name} {self.path} xff={self.headers.get('X-Forwarded-For')}\n".encode()
+                h = self.headers
+                body = (f"{outer.name} {self.path} xff={','.join(h.get_all('X-Forwarded-For') or []) or None}"
+                        f" fwd={h.get('Forwarded')} xri={h.get('X-Real-IP')}\n").encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -475,9 +477,35 @@ def haproxy_drops_privileges(r):
         a.close()
 
 
+@with_router
+def haproxy_forged_forwarded_for(r):
+    """Issue 20: a client's own X-Forwarded-For (and Forwarded, X-Real-IP) never reaches
+    the app: the app reads exactly one address, the one HAProxy saw, whatever curl sends."""
+    need("/usr/bin/curl")
+    a = Backend("127.0.0.2", "app-a")
+    try:
+        r.tool("open")
+        r.tool("set", "a.example.com", a.ip, str(a.port))
+        url = f"http://127.0.0.1:{r.http_port}/who"
+        forged = ["-H", "X-Forwarded-For: 203.0.113.7", "-H", "X-Forwarded-For: 198.51.100.1, 10.0.0.1",
+                  "-H", "Forwarded: for=203.0.113.7", "-H", "X-Real-IP: 203.0.113.7"]
+        # HTTP/1.1 and keep-alive: the second request on the connection is cleaned too.
+        p = subprocess.run(["/usr/bin/curl", "-sS", "--max-time", "5", "-H", "Host: a.example.com", *forged, url,
+                            "--next", "-sS", "--max-time", "5", "-H", "Host: a.example.com", *forged, url],
+                           capture_output=True, text=True, timeout=20)
+        check(p.returncode == 0, f"curl: {p.returncode} {p.stderr}")
+        lines = p.stdout.splitlines()
+        check(len(lines) == 2, p.stdout)
+        for line in lines:
+            check(line == "app-a /who xff=127.0.0.1 fwd=None xri=None", f"the app read: {line!r}")
+    finally:
+        a.close()
+
+
 CASES = {f.__name__: f for f in [
     haproxy_http_by_host, haproxy_tls_by_sni, haproxy_adopt, haproxy_restart_after_kill,
     haproxy_refuses_bad_input, haproxy_runtime_failure_restores_file, haproxy_stop, haproxy_drops_privileges, haproxy_start_failure_said,
+    haproxy_forged_forwarded_for,
 ]}
 
 if __name__ == "__main__":

@@ -428,7 +428,7 @@ static int resolve_manifest(int layout_fd, const char *label, const char *digest
         if (!img.layers)
                 return na_error_sys(err, ENOMEM, "image %s", label);
         for (size_t i = 0; i < img.n_layers; i++) {
-                const char *ld, *lmt;
+                const char *ld = NULL, *lmt = NULL; /* set by app_descriptor_parse; NULL reads as no type */
                 uint64_t lsize;
                 if ((r = app_descriptor_parse(json_array_get(layers, i), label, &ld, &lsize, &lmt, err)) < 0)
                         return r;

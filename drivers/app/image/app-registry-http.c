@@ -232,7 +232,9 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userdata)
         r->len += n;
         b[r->len] = 0;
         r->body = b;
+        NA_ANALYZER_FP("-Wanalyzer-malloc-leak") /* the grown buffer is stored in r->body, which owns it */
         return n;
+        NA_ANALYZER_FP_END
 }
 
 static int set_options(struct reg_client *c, const char *url, struct curl_slist *hdr, struct transfer *t, long timeout,

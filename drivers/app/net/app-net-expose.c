@@ -465,8 +465,10 @@ int app_net_exposure_verify(struct app_net *n, const char *app_id, const char *e
         if (r >= 0)
                 r = save(n, m, list, err);
         if (r >= 0) {
+                NA_ANALYZER_FP("-Wanalyzer-null-dereference") /* m is not NULL when r >= 0: a missing member set r to not_found() */
                 json_decref(m->exposures);
                 m->exposures = TAKE_PTR(list);
+                NA_ANALYZER_FP_END
         }
         pthread_mutex_unlock(&n->lock);
         if (r < 0)

@@ -89,9 +89,13 @@ int app_monitor_spawn(const struct app_monitor_spec *spec, pid_t *ret_monitor_pi
             !abs_path(spec->runtime) || !abs_path(spec->runtime_root) || !abs_path(spec->bundle))
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "app monitor: incomplete spec");
         const char *id = spec->id;
-        char ring[32];
+        if (spec->n_cgroups > 4 || (spec->n_cgroups && !spec->cgroups))
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "app monitor: at most 4 cgroups");
+        char ring[32], rate[16], burst[16];
         snprintf(ring, sizeof(ring), "%zu", spec->ring_bytes);
-        const char *argv[24];
+        snprintf(rate, sizeof(rate), "%u", spec->lines_per_sec);
+        snprintf(burst, sizeof(burst), "%u", spec->lines_burst);
+        const char *argv[40];
         size_t n = 0;
         argv[n++] = spec->monitor_path;
         argv[n++] = "--dir", argv[n++] = spec->dir;
@@ -106,6 +110,12 @@ int app_monitor_spawn(const struct app_monitor_spec *spec, pid_t *ret_monitor_pi
                 argv[n++] = "--started-pattern", argv[n++] = spec->started_pattern;
         if (spec->ring_bytes)
                 argv[n++] = "--ring-bytes", argv[n++] = ring;
+        for (size_t i = 0; i < spec->n_cgroups; i++)
+                argv[n++] = "--cgroup", argv[n++] = spec->cgroups[i];
+        if (spec->lines_per_sec)
+                argv[n++] = "--lines-per-sec", argv[n++] = rate;
+        if (spec->lines_burst)
+                argv[n++] = "--lines-burst", argv[n++] = burst;
         argv[n] = NULL;
 
         int status[2], pidpipe[2];

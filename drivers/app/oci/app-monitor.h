@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "drivers/app/oci/app-crun.h"
 
 struct app_monitor_spec {
         const char *monitor_path;    /* absolute path of nodeagent-monitor */
@@ -39,6 +40,10 @@ struct app_monitor_spec {
         const char *started_pattern; /* POSIX ERE over output lines, or NULL */
         size_t ring_bytes;           /* ring segment size, 0 for the default */
         int timeout_ms;              /* how long to wait for the container to start; 0: 75 s */
+        const char *const *cgroups;  /* directories the monitor joins once the container runs (at most 4) */
+        size_t n_cgroups;
+        unsigned lines_per_sec;      /* output bound; 0: the monitor's default (1000) */
+        unsigned lines_burst;        /* 0: ten seconds' worth */
 };
 
 /*
@@ -67,3 +72,30 @@ bool app_monitor_started(const char *dir);
  * that process is nodeagent-monitor (so a recycled pid is not mistaken for it).
  */
 bool app_monitor_alive(const char *dir, pid_t *ret_pid);
+
+/*
+ * The monitor's own cgroup (app-monitor-cg.c): nodeagent/monitor-<app id> beside the
+ * app's nodeagent/app-<app id> (one directory per v1 controller cpu, memory and pids
+ * on v1 and hybrid hosts, one group on v2), made or reused and capped, for
+ * app_monitor_spec.cgroups. The monitor joins it once crun has started the container,
+ * so the cost of the app's output counts against caps made from the app's plan.
+ */
+#define APP_MONITOR_MEMORY_MB_DEFAULT 32 /* the ring's page cache counts here too */
+#define APP_MONITOR_PIDS 16             /* the monitor alone; crun runs before it moves */
+
+struct app_monitor_caps {
+        int64_t cpu_quota_us, cpu_period_us; /* at least 1000 each */
+        int64_t memory_bytes;                /* at least 1 MiB */
+        int64_t pids;                        /* at least 1 */
+};
+
+struct app_monitor_cgroup {
+        char dirs[4][512];
+        size_t n;
+};
+
+/* root NULL: /sys/fs/cgroup. */
+int app_monitor_cgroup_make(const char *root, enum app_cgroup_layout layout, const char *app_id,
+                            const struct app_monitor_caps *caps, struct app_monitor_cgroup *ret, struct na_error *err);
+/* Remove it (best effort: a monitor still inside keeps it until the next call). */
+void app_monitor_cgroup_remove(const char *root, enum app_cgroup_layout layout, const char *app_id);

@@ -74,6 +74,8 @@ struct app_conn {
         struct app_registry_options reg;
         struct app_crun crun;
         bool private_ns;
+        bool have_layout;                  /* a cgroup hierarchy was found: monitors get their own cgroup */
+        enum app_cgroup_layout layout;
         pthread_mutex_t lock;
         struct app *apps;
 

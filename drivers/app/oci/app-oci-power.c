@@ -201,7 +201,27 @@ int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct n
         struct na_error e = NA_ERROR_INIT;
         (void)app_crun_delete(&c->crun, cid, &e); /* a container a killed monitor left behind */
         na_error_clear(&e);
+        /* The monitor's own cgroup, capped at the app's CPU: its output costs the app, not the node. */
+        struct app_monitor_cgroup mcg = { 0 };
+        const char *mcg_dirs[4];
+        if (c->have_layout) {
+                struct app_monitor_caps caps = {
+                        .cpu_period_us = APP_OCI_CPU_PERIOD,
+                        .cpu_quota_us = app_oci_cpu_quota(a->deploy->plan.cpu_millis / 1000.0),
+                        .memory_bytes = (int64_t)(c->o.monitor_memory_mb ? c->o.monitor_memory_mb
+                                                                         : APP_MONITOR_MEMORY_MB_DEFAULT) << 20,
+                        .pids = APP_MONITOR_PIDS,
+                };
+                r = app_monitor_cgroup_make(NULL, c->layout, a->id, &caps, &mcg, err);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < mcg.n; i++)
+                        mcg_dirs[i] = mcg.dirs[i];
+        }
         struct app_monitor_spec spec = {
+                .cgroups = mcg_dirs,
+                .n_cgroups = mcg.n,
+                .lines_per_sec = c->o.output_lines_per_sec,
                 .monitor_path = c->monitor,
                 .dir = a->dir,
                 .id = cid,

@@ -195,11 +195,11 @@ static json_t *process(const struct app_oci_input *in)
         json_t *capset = strv(caps, ARRAY_SIZE(caps));
         json_t *c = json_pack("{s:O, s:O, s:o, s:[], s:[]}", "bounding", capset, "effective", capset, "permitted",
                               capset, "inheritable", "ambient");
-        return json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:[{s:s, s:I, s:I}], s:b}", "terminal", 0,
+        return json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:[{s:s, s:I, s:I}], s:b, s:i}", "terminal", 0,
                          "user", "uid", 0, "gid", 0, "args", strv((const char *const *)in->argv, SIZE_MAX), "env",
                          environment(in), "cwd", in->cwd ? in->cwd : "/",
                          "capabilities", c, "rlimits", "type", "RLIMIT_NOFILE", "hard", files, "soft", files,
-                         "noNewPrivileges", 1);
+                         "noNewPrivileges", 1, "oomScoreAdj", APP_OCI_OOM_SCORE_ADJ);
 }
 
 static json_t *namespaces(const struct app_oci_input *in)
@@ -210,12 +210,16 @@ static json_t *namespaces(const struct app_oci_input *in)
                          "type", "mount", "type", "cgroup", "type", "user", net);
 }
 
+int64_t app_oci_cpu_quota(double cores)
+{
+        int64_t quota = (int64_t)(cores * APP_OCI_CPU_PERIOD + 0.5);
+        return quota < 1000 ? 1000 : quota; /* the kernel's minimum quota is 1 ms */
+}
+
 static json_t *resources(const struct app_oci_input *in)
 {
         json_int_t bytes = (json_int_t)(in->memory_mb << 20);
-        json_int_t quota = (json_int_t)(in->cpu_cores * APP_OCI_CPU_PERIOD + 0.5);
-        if (quota < 1000)
-                quota = 1000; /* the kernel's minimum quota is 1 ms */
+        json_int_t quota = (json_int_t)app_oci_cpu_quota(in->cpu_cores);
         return json_pack("{s:[{s:b, s:s}], s:{s:I, s:I}, s:{s:I}, s:{s:I, s:I}}", "devices", "allow", 0, "access",
                          "rwm", "memory", "limit", bytes, "swap", bytes, "pids", "limit",
                          (json_int_t)(in->pids > 0 ? in->pids : APP_OCI_DEFAULT_PIDS), "cpu", "quota", quota,

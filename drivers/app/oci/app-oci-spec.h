@@ -6,7 +6,7 @@
  *  - process: the command in exec form (never a shell), env "K=V", cwd (default "/"),
  *    uid/gid 0 inside, terminal false, noNewPrivileges, rlimit NOFILE 65536/65536
  *    (or the caller's own hard limit when lower: crun sets it inside the user
- *    namespace, where it cannot be raised),
+ *    namespace, where it cannot be raised), oomScoreAdj APP_OCI_OOM_SCORE_ADJ,
  *    Docker's default capabilities minus NET_RAW in the bounding, effective and
  *    permitted sets; inheritable and ambient empty (inheritable stays empty since
  *    Docker's and runc's fix for CVE-2022-24769, so a file's inheritable
@@ -45,6 +45,14 @@
 #define APP_OCI_DEFAULT_VOLUME_PATH "/home/container"
 #define APP_OCI_CPU_PERIOD 100000
 #define APP_OCI_NOFILE 65536
+/* process.oomScoreAdj of every app process: a node short of memory kills a customer's
+ * container before the agent, its monitors and helpers (-900, nodeagent.service's
+ * OOMScoreAdjust=) and before a server's qemu (0, libvirt's default). 1000: its
+ * badness is at least the node's whole memory, above any process at 0. */
+#define APP_OCI_OOM_SCORE_ADJ 1000
+
+/* The CFS quota of `cores` CPUs per APP_OCI_CPU_PERIOD (at least the kernel's 1 ms). */
+int64_t app_oci_cpu_quota(double cores);
 
 struct app_oci_input {
         const char *id, *hostname;

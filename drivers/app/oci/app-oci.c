@@ -248,6 +248,9 @@ static int app_oci_open(const struct app_options *o, struct app_conn **ret, stru
                                                 .allow_insecure_http = o->allow_insecure_http,
                                                 .max_bytes = o->image_pull_max_bytes };
         c->private_ns = app_crun_needs_private_ns();
+        struct na_error lerr = NA_ERROR_INIT;
+        c->have_layout = app_cgroup_layout(&c->layout, &lerr) >= 0;
+        na_error_clear(&lerr);
         /* 0711 down to each app: crun, inside the app's user namespace, must traverse to
          * its root and volume. Nothing below is readable by others. */
         const char *dirs[] = { c->storage_dir, c->apps_dir, c->cache_dir, c->crun_root };
