@@ -292,6 +292,8 @@ static int put_file(struct walk *w, int dir_fd, const char *name)
                 return arch_fail(w, w->path);
         if (!sparse)
                 r = put_data(w, fd, 0, size);
+        else if (archive_write_data(w->a, w->zeros, 0) != 0) /* the sparse map goes out with the first write, even of nothing */
+                r = arch_fail(w, w->path);
         uint64_t at = 0;
         for (size_t i = 0; sparse && r >= 0 && i < n; i++) {
                 r = put_hole(w, w->ext[i].off - at);

@@ -2,3 +2,8 @@
 # The backup ignore matcher against the landed one as oracle, and hostile patterns (unit).
 na_cmocka_test(test-jobs-glob SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-jobs-glob.c LIBS naapp naproto nacommon
                LABELS unit app)
+# Sparse files, cancel, the node-critical job budget and the hostile ignore patterns
+# end to end (real agent, crun, loop-mounted volumes).
+na_python_cases(tenants-jobs-backup ${CMAKE_CURRENT_LIST_DIR}/test_jobs_backup.py TIMEOUT 300 LABELS apps)
+# The job engine's budget: the node lane customers' jobs never take (unit, the pure rule).
+na_cmocka_test(test-jobs-lanes SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-jobs-lanes.c LIBS naagent LABELS unit agent)
