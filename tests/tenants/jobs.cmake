@@ -7,3 +7,5 @@ na_cmocka_test(test-jobs-glob SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-jobs-glob.c
 na_python_cases(tenants-jobs-backup ${CMAKE_CURRENT_LIST_DIR}/test_jobs_backup.py TIMEOUT 300 LABELS apps)
 # The job engine's budget: the node lane customers' jobs never take (unit, the pure rule).
 na_cmocka_test(test-jobs-lanes SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-jobs-lanes.c LIBS naagent LABELS unit agent)
+# Deeply nested params refused by id through the link, the jobs beside them run.
+na_python_cases(tenants-jobs-poison ${CMAKE_CURRENT_LIST_DIR}/test_jobs_poison.py TIMEOUT 120 LABELS link)
