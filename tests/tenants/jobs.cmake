@@ -9,3 +9,6 @@ na_python_cases(tenants-jobs-backup ${CMAKE_CURRENT_LIST_DIR}/test_jobs_backup.p
 na_cmocka_test(test-jobs-lanes SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-jobs-lanes.c LIBS naagent LABELS unit agent)
 # Deeply nested params refused by id through the link, the jobs beside them run.
 na_python_cases(tenants-jobs-poison ${CMAKE_CURRENT_LIST_DIR}/test_jobs_poison.py TIMEOUT 120 LABELS link)
+# The archive writer: holes kept and restored, many regions, a file over the volume's size refused by name.
+na_cmocka_test(test-jobs-sparse SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-jobs-sparse.c LIBS naapp naproto nacommon
+               LABELS app needs-root)
