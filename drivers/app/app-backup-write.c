@@ -15,8 +15,8 @@
  * after its first 65,536 regions) may not exceed max_file_bytes (the volume's size):
  * such a file could only be a hostile one, it is refused by name. The stop flag is
  * asked between entries and every 128 KiB read, so a cancel ends the walk within
- * milliseconds; after a failure the archive is marked failed (archive_write_fail), so
- * libarchive does not pad the open entry to its announced size with zeros on free.
+ * milliseconds; after a failure the archive is marked failed (archive_write_fail) before
+ * it is closed, so libarchive does not pad the open entry to its announced size with zeros.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -483,10 +483,13 @@ out:
         while (w.depth > 0)
                 pop_dir(&w);
         if (w.a) {
-                /* A failed or stopped archive is dropped as it is: a close would first pad the
-                 * open entry to its announced size with zeros (15 TB for a 15 TB file). */
-                if (r < 0)
+                /* A failed or stopped archive is dropped as it is: a plain close would first pad
+                 * the open entry to its announced size with zeros (15 TB for a 15 TB file). Marked
+                 * failed, the close skips the entry and only releases the filters' buffers. */
+                if (r < 0) {
                         archive_write_fail(w.a);
+                        archive_write_close(w.a);
+                }
                 archive_write_free(w.a);
         }
         archive_entry_free(w.e);
