@@ -70,6 +70,28 @@ static bool find_nul(json_t *v, const char *path, char *buf, size_t len)
         return false;
 }
 
+/* Whether v holds arrays or objects nested more than max levels deep (recursion stops at max + 1). */
+static bool nests_deeper(json_t *v, unsigned max)
+{
+        if (!json_is_object(v) && !json_is_array(v))
+                return false;
+        if (max == 0)
+                return true;
+        json_t *x;
+        if (json_is_object(v)) {
+                const char *k;
+                json_object_foreach(v, k, x)
+                        if (nests_deeper(x, max - 1))
+                                return true;
+        } else {
+                size_t i;
+                json_array_foreach(v, i, x)
+                        if (nests_deeper(x, max - 1))
+                                return true;
+        }
+        return false;
+}
+
 int proto_job_decode(json_t *in, struct proto_job *out, struct na_error *err)
 {
         char nul_path[256];
@@ -110,6 +132,9 @@ int proto_job_decode(json_t *in, struct proto_job *out, struct na_error *err)
                 out->params = json_object();
         else if (!json_is_object(params))
                 na_error_field(err, "params", "must be an object");
+        else if (nests_deeper(params, PROTO_PARAMS_DEPTH_MAX))
+                na_error_field(err, "params", "must not nest arrays and objects more than %d levels deep",
+                               PROTO_PARAMS_DEPTH_MAX);
         else if (json_dumpb(params, NULL, 0, JSON_COMPACT) > PROTO_PARAMS_MAX)
                 na_error_field(err, "params", "must be at most %u bytes", PROTO_PARAMS_MAX);
         else if (find_nul(params, "", nul_path, sizeof(nul_path)))

@@ -9,6 +9,7 @@
 #define PROTO_ID_MAX 64
 #define PROTO_KIND_MAX 64
 #define PROTO_PARAMS_MAX (6u << 20)      /* serialized params above this are refused: app.files.write carries 4 MiB as base64 */
+#define PROTO_PARAMS_DEPTH_MAX 32         /* params nested deeper are refused: the contract's nest 4 levels */
 #define PROTO_TIMEOUT_DEFAULT_SEC 3600   /* when a job carries no timeoutSec */
 #define PROTO_TIMEOUT_MAX_SEC (7 * 86400)
 

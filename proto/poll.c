@@ -33,12 +33,43 @@ static bool scalar_char(char c)
                c == '.';
 }
 
+/*
+ * An array or object nested deeper than the scanner checks, p at its opening bracket:
+ * just past its end, brackets counted (strings skipped) but not matched one to one.
+ * Its job is parsed on its own afterwards, which judges it; the scanner only has to
+ * find where it ends, without recursion, whatever its depth.
+ */
+static const char *skip_nested(const char *p, const char *end)
+{
+        size_t open = 0;
+        while (p < end) {
+                char c = *p;
+                if (c == '"') {
+                        if (!(p = scan_string(p, end)))
+                                return NULL;
+                        continue;
+                }
+                if (c == '[' || c == '{')
+                        open++;
+                else if (c == ']' || c == '}') {
+                        if (open == 0)
+                                return NULL;
+                        if (--open == 0)
+                                return p + 1;
+                }
+                p++;
+        }
+        return NULL;
+}
+
 /* Just past one JSON value starting at p (after white space), or NULL. */
 static const char *scan_value(const char *p, const char *end, int depth)
 {
         p = skip_ws(p, end);
-        if (p >= end || depth > SCAN_DEPTH_MAX)
+        if (p >= end)
                 return NULL;
+        if (depth > SCAN_DEPTH_MAX && (*p == '{' || *p == '['))
+                return skip_nested(p, end);
         if (*p == '"')
                 return scan_string(p, end);
         if (*p == '{' || *p == '[') {

@@ -37,6 +37,8 @@ static const struct key_def keys[] = {
         { "agent", "state_dir", K_PATH, OFF(state_dir), false, "/var/lib/nodeagent", 0, 0 },
         { "agent", "log_level", K_LOGLEVEL, OFF(log_level), false, "info", 0, 0 },
         { "agent", "max_parallel_jobs", K_UINT, OFF(max_parallel_jobs), false, "4", 1, 256 },
+        { "agent", "node_parallel_jobs", K_UINT, OFF(node_parallel_jobs), false, "4", 1, 64 },
+        { "agent", "max_queued_jobs", K_UINT, OFF(max_queued_jobs), false, "16", 0, 1024 },
         { "agent", "control_socket", K_PATH, OFF(control_socket), false, "/run/nodeagent/control.sock", 0, 0 },
         { "agent", "drain_timeout_sec", K_UINT, OFF(drain_timeout_sec), false, "30", 0, 3600 },
         { "agent", "seccomp", K_BOOL, OFF(seccomp), false, "true", 0, 0 },

@@ -21,6 +21,8 @@ struct agent_config {
         char *state_dir;
         int log_level;
         int64_t max_parallel_jobs;
+        int64_t node_parallel_jobs; /* the node lane's slots (agent/jobs/job-lanes.h) */
+        int64_t max_queued_jobs;    /* tenant jobs that may wait queued beyond their slots */
         char *control_socket;
         int64_t drain_timeout_sec;
         bool seccomp;

@@ -327,6 +327,8 @@ int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err
         snprintf(a->host.cgroup, sizeof(a->host.cgroup), "%s", services_cgroup_mode(&a->services));
 
         r = jobs_new(a->loop, &a->services, (unsigned)cfg->max_parallel_jobs, &a->jobs, err);
+        if (r >= 0)
+                r = jobs_set_lanes(a->jobs, (unsigned)cfg->node_parallel_jobs, (unsigned)cfg->max_queued_jobs, err);
         if (r < 0)
                 goto fail;
         co = (struct consoles_options){

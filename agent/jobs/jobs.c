@@ -34,7 +34,8 @@ struct jobs {
         struct loop *loop;
         const struct agent_services *services;
         struct workers *workers;
-        unsigned max_parallel;
+        struct job_lane_limits lim;
+        struct job_lane_counts counts; /* loop thread */
         atomic_uint running, queued;
         bool stopping;
 
@@ -49,7 +50,7 @@ struct jobs {
         bool orphaned;
 
         struct target_queue *buckets[TARGET_BUCKETS];
-        struct target_queue *runnable_head, *runnable_tail;
+        struct target_queue *runnable_head[JOB_LANES], *runnable_tail[JOB_LANES]; /* by the lane of their head job */
         struct job_ctx *all; /* queued and running jobs */
 
         struct job_summary recent[RECENT_MAX];
@@ -196,23 +197,24 @@ static void runnable_push(struct jobs *jobs, struct target_queue *t)
 {
         if (t->runnable || t->running || !t->head)
                 return;
+        enum job_lane lane = t->head->lane;
         t->runnable = true;
         t->next_runnable = NULL;
-        if (jobs->runnable_tail)
-                jobs->runnable_tail->next_runnable = t;
+        if (jobs->runnable_tail[lane])
+                jobs->runnable_tail[lane]->next_runnable = t;
         else
-                jobs->runnable_head = t;
-        jobs->runnable_tail = t;
+                jobs->runnable_head[lane] = t;
+        jobs->runnable_tail[lane] = t;
 }
 
-static struct target_queue *runnable_pop(struct jobs *jobs)
+static struct target_queue *runnable_pop(struct jobs *jobs, enum job_lane lane)
 {
-        struct target_queue *t = jobs->runnable_head;
+        struct target_queue *t = jobs->runnable_head[lane];
         if (!t)
                 return NULL;
-        jobs->runnable_head = t->next_runnable;
-        if (!jobs->runnable_head)
-                jobs->runnable_tail = NULL;
+        jobs->runnable_head[lane] = t->next_runnable;
+        if (!jobs->runnable_head[lane])
+                jobs->runnable_tail[lane] = NULL;
         t->runnable = false;
         return t;
 }
@@ -334,6 +336,11 @@ static void job_finished(void *userdata)
                         t->tail = NULL;
                 t->running = false;
                 atomic_fetch_sub(&jobs->running, 1);
+                jobs->counts.slots[job->slot]--;
+        }
+        if (job->held) {
+                job->held = false;
+                jobs->counts.held[job->lane]--;
         }
         all_unlink(jobs, job);
         remember(jobs, job);
@@ -443,31 +450,60 @@ static void job_timeout(void *userdata)
         jobs_request_stop(userdata, JOB_STOP_TIMEOUT);
 }
 
+static void start(struct jobs *jobs, struct target_queue *t, enum job_lane slot)
+{
+        struct job_ctx *job = t->head;
+        t->running = true;
+        job->slot = slot;
+        jobs->counts.slots[slot]++;
+        atomic_fetch_add(&jobs->running, 1);
+        atomic_fetch_sub(&jobs->queued, 1);
+        job->state = JOB_RUNNING;
+        job->started_us = na_now_mono_us();
+        job->timeout_timer = loop_timer_new(jobs->loop, job_timeout, job);
+        if (!job->timeout_timer) {
+                /* A job without its timeout could run forever: refuse it instead. */
+                na_error_set(&job->error, ENOMEM, NA_E_INTERNAL, "job %s: cannot arm its timeout", job->pj.id);
+                build_result(job, NULL, true);
+                post_finished(job);
+                return;
+        }
+        loop_timer_arm_ms(job->timeout_timer, (uint64_t)job->pj.timeout_sec * 1000);
+        if (workers_submit(jobs->workers, job_run, job) < 0) {
+                na_error_set(&job->error, ENOMEM, NA_E_INTERNAL, "job %s: cannot hand to a worker", job->pj.id);
+                build_result(job, NULL, true);
+                post_finished(job);
+        }
+}
+
+/* Start what the lanes allow (agent/jobs/job-lanes.h), node lane first; each lane in arrival order. */
 static void dispatch(struct jobs *jobs)
 {
-        while (!jobs->stopping && atomic_load(&jobs->running) < jobs->max_parallel) {
-                struct target_queue *t = runnable_pop(jobs);
-                if (!t)
-                        break;
-                struct job_ctx *job = t->head;
-                t->running = true;
-                atomic_fetch_add(&jobs->running, 1);
-                atomic_fetch_sub(&jobs->queued, 1);
-                job->state = JOB_RUNNING;
-                job->started_us = na_now_mono_us();
-                job->timeout_timer = loop_timer_new(jobs->loop, job_timeout, job);
-                if (!job->timeout_timer) {
-                        /* A job without its timeout could run forever: refuse it instead. */
-                        na_error_set(&job->error, ENOMEM, NA_E_INTERNAL, "job %s: cannot arm its timeout", job->pj.id);
-                        build_result(job, NULL, true);
-                        post_finished(job);
-                        continue;
-                }
-                loop_timer_arm_ms(job->timeout_timer, (uint64_t)job->pj.timeout_sec * 1000);
-                if (workers_submit(jobs->workers, job_run, job) < 0) {
-                        na_error_set(&job->error, ENOMEM, NA_E_INTERNAL, "job %s: cannot hand to a worker", job->pj.id);
-                        build_result(job, NULL, true);
-                        post_finished(job);
+        bool moved = true;
+        while (!jobs->stopping && moved) {
+                moved = false;
+                for (int lane = JOB_LANE_NODE; lane >= JOB_LANE_TENANT; lane--) {
+                        struct target_queue *t = jobs->runnable_head[lane];
+                        if (!t)
+                                continue;
+                        if (!t->head) {
+                                runnable_pop(jobs, (enum job_lane)lane);
+                                moved = true;
+                                continue;
+                        }
+                        if (t->head->lane != (enum job_lane)lane) {
+                                /* An earlier job of another lane became the target's head meanwhile. */
+                                runnable_pop(jobs, (enum job_lane)lane);
+                                runnable_push(jobs, t);
+                                moved = true;
+                                continue;
+                        }
+                        enum job_lane slot;
+                        if (!job_lane_may_start(&jobs->lim, &jobs->counts, (enum job_lane)lane, &slot))
+                                continue;
+                        runnable_pop(jobs, (enum job_lane)lane);
+                        start(jobs, t, slot);
+                        moved = true;
                 }
         }
 }
@@ -528,6 +564,9 @@ struct job_ctx *jobs_submit(struct jobs *jobs, struct proto_job *pj, const struc
                 return finish_at_once(jobs, job, &err);
         }
         job->state = JOB_QUEUED;
+        job->lane = job_lane_of(job->pj.kind);
+        job->held = true;
+        jobs->counts.held[job->lane]++;
         target_insert(t, job);
         all_link(jobs, job);
         atomic_fetch_add(&jobs->queued, 1);
@@ -600,19 +639,38 @@ unsigned jobs_active(const struct jobs *jobs)
 
 unsigned jobs_max_parallel(const struct jobs *jobs)
 {
-        return jobs->max_parallel;
+        return jobs->lim.tenant_max;
+}
+
+unsigned jobs_poll_room(const struct jobs *jobs)
+{
+        return job_lane_poll_room(&jobs->lim, &jobs->counts);
+}
+
+/* One thread per slot of both lanes: a job that may start always finds one idle. */
+static int set_limits(struct jobs *jobs, struct job_lane_limits lim, struct na_error *err)
+{
+        int r = workers_grow(jobs->workers, lim.tenant_max + lim.node_max, err);
+        if (r < 0)
+                return r;
+        jobs->lim = lim;
+        dispatch(jobs);
+        return 0;
 }
 
 int jobs_set_max_parallel(struct jobs *jobs, unsigned n, struct na_error *err)
 {
-        if (n < 1)
-                n = 1;
-        int r = workers_grow(jobs->workers, n, err);
-        if (r < 0)
-                return r;
-        jobs->max_parallel = n;
-        dispatch(jobs);
-        return 0;
+        struct job_lane_limits lim = jobs->lim;
+        lim.tenant_max = n < 1 ? 1 : n;
+        return set_limits(jobs, lim, err);
+}
+
+int jobs_set_lanes(struct jobs *jobs, unsigned node_max, unsigned queued_max, struct na_error *err)
+{
+        struct job_lane_limits lim = jobs->lim;
+        lim.node_max = node_max < 1 ? 1 : node_max;
+        lim.queued_max = queued_max;
+        return set_limits(jobs, lim, err);
 }
 
 int jobs_new(struct loop *loop, const struct agent_services *services, unsigned max_parallel, struct jobs **ret,
@@ -623,9 +681,11 @@ int jobs_new(struct loop *loop, const struct agent_services *services, unsigned 
                 return na_error_sys(err, ENOMEM, "jobs");
         jobs->loop = loop;
         jobs->services = services;
-        jobs->max_parallel = max_parallel ? max_parallel : 1;
+        jobs->lim = (struct job_lane_limits){ .tenant_max = max_parallel ? max_parallel : 1,
+                                              .node_max = JOBS_NODE_SLOTS_DEFAULT,
+                                              .queued_max = JOBS_QUEUED_MAX_DEFAULT };
         pthread_rwlock_init(&jobs->handoff, NULL);
-        int r = workers_new(jobs->max_parallel, &jobs->workers, err);
+        int r = workers_new(jobs->lim.tenant_max + jobs->lim.node_max, &jobs->workers, err);
         if (r < 0) {
                 pthread_rwlock_destroy(&jobs->handoff);
                 free(jobs);

@@ -1,7 +1,8 @@
 /*
  * The job layer: kinds by name, one queue per target (jobs for one target run one at
- * a time in createdAt order), up to max_parallel jobs of different targets at once
- * on the worker pool, a timeout per job, a stop flag checked at safe points, and
+ * a time in createdAt order), jobs of different targets at once on the worker pool
+ * within the budget of their lane (agent/jobs/job-lanes.h: max_parallel tenant slots, and
+ * node slots that customers' jobs never take), a timeout per job, a stop flag checked at safe points, and
  * coalesced progress. Where a job came from (the controller link, the control
  * socket, a test) is its sink's business: durability and delivery are the sink's.
  * No libvirt or netlink header is included here.
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "agent/jobs/job-kind.h"
+#include "agent/jobs/job-lanes.h"
 #include "agent/base/loop.h"
 #include "agent/base/services.h"
 #include "proto/job.h"
@@ -55,6 +57,8 @@ struct job_ctx {
         char target_key[80]; /* "vps/<id>" */
 
         enum job_state state;
+        enum job_lane lane, slot; /* of its kind; of the slot it runs in */
+        bool held;                /* counted in the lanes' held jobs until it ends */
         atomic_int stop;
         uint64_t queued_us, started_us, finished_us;
         json_t *result;        /* the Result object (3.4), set when the job ended */
@@ -80,6 +84,12 @@ int jobs_new(struct loop *loop, const struct agent_services *services, unsigned 
 void jobs_free(struct jobs *jobs);
 int jobs_set_max_parallel(struct jobs *jobs, unsigned n, struct na_error *err);
 unsigned jobs_max_parallel(const struct jobs *jobs);
+#define JOBS_NODE_SLOTS_DEFAULT 4
+#define JOBS_QUEUED_MAX_DEFAULT 16
+/* The node lane's slots (>= 1) and the tenant jobs that may wait queued (agent/jobs/job-lanes.h). */
+int jobs_set_lanes(struct jobs *jobs, unsigned node_max, unsigned queued_max, struct na_error *err);
+/* How many jobs the link may take now (agent/jobs/job-lanes.h); 0: none. Loop thread. */
+unsigned jobs_poll_room(const struct jobs *jobs);
 
 /*
  * Take a decoded job (moved out of *pj). Unknown kinds fail with UNSUPPORTED_JOB and

@@ -247,10 +247,12 @@ void link_maybe_poll(struct link *l)
 {
         if (l->state != LINK_CONNECTED || l->draining || l->poll_in_flight)
                 return;
-        unsigned max = jobs_max_parallel(l->opt.jobs), active = jobs_active(l->opt.jobs);
-        if (active >= max)
+        /* Room in either lane (agent/jobs/job-lanes.h): with every tenant slot taken by long
+         * jobs the link still takes jobs for the node's own slots. */
+        unsigned room = jobs_poll_room(l->opt.jobs);
+        if (room == 0)
                 return;
-        l->poll_asked = l->poll_one ? 1 : max - active;
+        l->poll_asked = l->poll_one ? 1 : room;
         char u[2600];
         snprintf(u, sizeof(u), "%s/nodes/%s/jobs?wait=%lld&max=%u", l->base, l->node_id, (long long)l->poll_wait_sec,
                  l->poll_asked);

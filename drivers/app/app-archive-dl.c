@@ -50,6 +50,7 @@
         X(int, archive_read_support_format_tar, (struct archive * a), (a))                                         \
         X(int, archive_write_add_filter_zstd, (struct archive * a), (a))                                           \
         X(int, archive_write_close, (struct archive * a), (a))                                                     \
+        X(int, archive_write_fail, (struct archive * a), (a))                                                      \
         X(la_ssize_t, archive_write_data, (struct archive * a, const void *b, size_t n), (a, b, n))                \
         X(int, archive_write_free, (struct archive * a), (a))                                                      \
         X(int, archive_write_header, (struct archive * a, struct archive_entry * e), (a, e))                      \
@@ -72,7 +73,8 @@
         X(archive_entry_set_pathname, (struct archive_entry * e, const char *v), (e, v))                          \
         X(archive_entry_set_size, (struct archive_entry * e, la_int64_t v), (e, v))                               \
         X(archive_entry_set_symlink, (struct archive_entry * e, const char *v), (e, v))                           \
-        X(archive_entry_set_uid, (struct archive_entry * e, la_int64_t v), (e, v))
+        X(archive_entry_set_uid, (struct archive_entry * e, la_int64_t v), (e, v))                                \
+        X(archive_entry_sparse_add_entry, (struct archive_entry * e, la_int64_t o, la_int64_t n), (e, o, n))
 
 /* The constructors: the only calls that may come before libarchive is loaded. */
 #define ARCHIVE_CONSTRUCTORS(X)                                                                                       \

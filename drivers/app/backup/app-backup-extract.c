@@ -152,10 +152,11 @@ static int write_file(struct x *x, struct archive *a, int fd, const char *name, 
                 if (*since >= CHECK_EVERY_BYTES) {
                         *since = 0;
                         report(x, a);
-                        int r = na_progress_checkpoint(progress, x->err);
-                        if (r < 0)
-                                return r;
                 }
+                /* The stop flag after every block, however small: a cancel ends a restore at once. */
+                int r = na_progress_checkpoint(progress, x->err);
+                if (r < 0)
+                        return r;
         }
 }
 
@@ -277,11 +278,10 @@ int app_backup_extract(int archive_fd, int dest_fd, uint32_t id_base, uint32_t i
                 }
                 if ((r = one_entry(&x, a, e, progress, &since)) < 0)
                         break;
-                if (++n % 64 == 0) {
+                if (++n % 64 == 0)
                         report(&x, a);
-                        if ((r = na_progress_checkpoint(progress, err)) < 0)
-                                break;
-                }
+                if ((r = na_progress_checkpoint(progress, err)) < 0)
+                        break;
         }
 out:
         archive_read_free(a);

@@ -1,24 +1,49 @@
 /*
  * The ignore patterns of app.backup.create: a small .gitignore-like matcher
- * (rules in drivers/app/backup/app-backup-parts.h). Patterns are parsed once; matching is a
- * recursive glob whose "*" and "**" backtrack over one path (at most 4096 bytes).
+ * (rules in drivers/app/backup/app-backup-parts.h). Each pattern is compiled once into a
+ * sequence of positions of a nondeterministic automaton, and a path is matched by
+ * carrying the set of live positions along it, 64 positions to a machine word:
+ * time O(path length x pattern length / 64) whatever the pattern, never the
+ * exponential backtracking of a recursive glob ("**a**a**a**a**a**b" against a long
+ * name). Semantics (pinned by tests/drivers/app-backup/test-app-backup-unit.c):
+ *   "*"   any run of characters but "/"                      (a star)
+ *   "**"  at the end: anything; followed by "/" at the start of a component (or of
+ *         the pattern): zero or more whole components ("(.*\/)?"); elsewhere: any
+ *         run of characters, "/" included
+ *   "?"   one character but "/"; "[...]" one character of a class, never "/" (an
+ *         unclosed "[" is a plain "["); "\x" the character x; others themselves.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/macro.h"
 #include "drivers/app/backup/app-backup-parts.h"
 
-struct rule {
-        char *glob;     /* without "!", leading "/" and trailing "/" */
-        bool negate;
-        bool dir_only;
-        bool anchored;  /* matched against the whole path, else against the last component */
+/* ---- one compiled glob ---------------------------------------------------------- */
+
+struct glob_class {
+        size_t pos;
+        uint64_t set[4]; /* the 256 byte values, "/" never in it */
 };
 
-struct app_backup_ignore {
-        struct rule *rules;
-        size_t n;
+struct glob {
+        size_t n, words;         /* positions 0..n-1, position n: matched; words of n + 1 bits */
+        uint64_t *one, *body;    /* "?" positions; the "(.*\/)?" positions */
+        uint64_t *star, *dstar;  /* "*" (not over "/") and "**" (over anything) */
+        uint64_t *skip;          /* positions left without consuming: star, dstar, body */
+        size_t lit_at[257];      /* literal positions by byte: lit_pos[lit_at[c] .. lit_at[c + 1]] */
+        size_t *lit_pos;
+        struct glob_class *classes;
+        size_t nclasses;
+};
+
+enum tok { T_LIT, T_ONE, T_CLASS, T_STAR, T_DSTAR, T_BODY };
+
+struct token {
+        enum tok kind;
+        unsigned char c;
+        const char *class_at; /* T_CLASS: its "[" in the pattern */
 };
 
 /* [...] at p against c: 1 match, 0 no match, -1 not a class (no closing "]"). *len: bytes of the class. */
@@ -52,63 +77,41 @@ static int class_match(const char *p, char c, size_t *len)
         return (hit != neg) && c != '/' ? 1 : 0;
 }
 
-/*
- * "*" backtracks only to the latest one (the classic linear-time wildcard match; a
- * "*" never crosses "/", so an earlier one could not do better); "**" recurses.
- */
-static bool glob_at(const char *start, const char *p, const char *s)
+/* The pattern as positions (tokens: at most one per byte of the pattern). */
+static size_t tokenize(const char *pattern, struct token *t)
 {
-        const char *star_p = NULL, *star_s = NULL;
-        for (;;) {
+        size_t n = 0;
+        for (const char *p = pattern; *p;) {
                 switch (*p) {
-                case '\0':
-                        if (*s == '\0')
-                                return true;
-                        goto mismatch;
                 case '*':
                         if (p[1] == '*') {
+                                bool seg_start = p == pattern || p[-1] == '/';
                                 const char *q = p + 2;
-                                bool seg_start = p == start || p[-1] == '/';
-                                if (*q == '\0')
-                                        return true;
                                 if (*q == '/' && seg_start) {
-                                        /* "**" then a slash: zero or more whole components. */
-                                        q++;
-                                        for (const char *t = s; t; t = strchr(t, '/'), t = t ? t + 1 : NULL)
-                                                if (glob_at(start, q, t))
-                                                        return true;
-                                        goto mismatch;
+                                        t[n++] = (struct token){ .kind = T_BODY };
+                                        p = q + 1;
+                                } else {
+                                        t[n++] = (struct token){ .kind = T_DSTAR };
+                                        p = q;
                                 }
-                                for (const char *t = s;; t++) {
-                                        if (glob_at(start, q, t))
-                                                return true;
-                                        if (!*t)
-                                                goto mismatch;
-                                }
+                                continue;
                         }
-                        star_p = ++p;
-                        star_s = s;
+                        t[n++] = (struct token){ .kind = T_STAR };
+                        p++;
                         continue;
                 case '?':
-                        if (!*s || *s == '/')
-                                goto mismatch;
+                        t[n++] = (struct token){ .kind = T_ONE };
                         p++;
-                        s++;
                         continue;
                 case '[': {
                         size_t len = 0;
-                        int m = *s ? class_match(p, *s, &len) : 0;
-                        if (m < 0) {
-                                if (*s != '[')
-                                        goto mismatch;
+                        if (class_match(p, 'x', &len) < 0) {
+                                t[n++] = (struct token){ .kind = T_LIT, .c = '[' };
                                 p++;
-                                s++;
                                 continue;
                         }
-                        if (m == 0)
-                                goto mismatch;
+                        t[n++] = (struct token){ .kind = T_CLASS, .class_at = p };
                         p += len;
-                        s++;
                         continue;
                 }
                 case '\\':
@@ -116,32 +119,228 @@ static bool glob_at(const char *start, const char *p, const char *s)
                                 p++;
                         /* fall through */
                 default:
-                        if (*p != *s)
-                                goto mismatch;
+                        t[n++] = (struct token){ .kind = T_LIT, .c = (unsigned char)*p };
                         p++;
-                        s++;
                         continue;
                 }
-        mismatch:
-                if (!star_p || !*star_s || *star_s == '/')
-                        return false;
-                p = star_p;
-                s = ++star_s;
         }
+        return n;
+}
+
+static void set_bit(uint64_t *w, size_t i)
+{
+        w[i / 64] |= 1ull << (i % 64);
+}
+
+static bool get_bit(const uint64_t *w, size_t i)
+{
+        return (w[i / 64] >> (i % 64)) & 1;
+}
+
+static void glob_free(struct glob *g)
+{
+        if (!g)
+                return;
+        free(g->one);
+        free(g->lit_pos);
+        free(g->classes);
+        free(g);
+}
+
+static struct glob *glob_compile(const char *pattern)
+{
+        size_t len = strlen(pattern);
+        _cleanup_free_ struct token *t = calloc(len + 1, sizeof(*t));
+        struct glob *g = calloc(1, sizeof(*g));
+        if (!t || !g) {
+                free(g);
+                return NULL;
+        }
+        g->n = tokenize(pattern, t);
+        g->words = (g->n + 1 + 63) / 64;
+        size_t nlit = 0;
+        for (size_t i = 0; i < g->n; i++) {
+                nlit += t[i].kind == T_LIT;
+                g->nclasses += t[i].kind == T_CLASS;
+        }
+        g->one = calloc(5 * g->words, sizeof(uint64_t)); /* one allocation for the five masks */
+        g->lit_pos = calloc(nlit + 1, sizeof(*g->lit_pos));
+        g->classes = calloc(g->nclasses + 1, sizeof(*g->classes));
+        if (!g->one || !g->lit_pos || !g->classes) {
+                glob_free(g);
+                return NULL;
+        }
+        g->body = g->one + g->words;
+        g->star = g->body + g->words;
+        g->dstar = g->star + g->words;
+        g->skip = g->dstar + g->words;
+        /* Literal positions sorted by byte (a counting sort). */
+        for (size_t i = 0; i < g->n; i++)
+                if (t[i].kind == T_LIT)
+                        g->lit_at[t[i].c + 1]++;
+        for (size_t c = 1; c <= 256; c++)
+                g->lit_at[c] += g->lit_at[c - 1];
+        size_t fill[256];
+        memcpy(fill, g->lit_at, sizeof(fill));
+        size_t k = 0;
+        for (size_t i = 0; i < g->n; i++) {
+                switch (t[i].kind) {
+                case T_LIT:
+                        g->lit_pos[fill[t[i].c]++] = i;
+                        break;
+                case T_ONE:
+                        set_bit(g->one, i);
+                        break;
+                case T_CLASS: {
+                        struct glob_class *cl = &g->classes[k++];
+                        cl->pos = i;
+                        size_t clen;
+                        for (unsigned c = 1; c < 256; c++)
+                                if (class_match(t[i].class_at, (char)c, &clen) == 1)
+                                        cl->set[c / 64] |= 1ull << (c % 64);
+                        break;
+                }
+                case T_STAR:
+                        set_bit(g->star, i);
+                        set_bit(g->skip, i);
+                        break;
+                case T_DSTAR:
+                        set_bit(g->dstar, i);
+                        set_bit(g->skip, i);
+                        break;
+                case T_BODY:
+                        set_bit(g->body, i);
+                        set_bit(g->skip, i);
+                        break;
+                }
+        }
+        return g;
+}
+
+/* ---- matching ---------------------------------------------------------------------- */
+
+/* Room for one match: the live set, a work set and the masks of the bytes met so far. */
+struct glob_scratch {
+        size_t words;
+        uint64_t *live, *next, *masks; /* masks: 256 x words */
+};
+
+static int scratch_fit(struct glob_scratch *s, size_t words)
+{
+        if (s->words >= words)
+                return 0;
+        uint64_t *m = realloc(s->live, (2 + 256) * words * sizeof(uint64_t));
+        if (!m)
+                return -ENOMEM;
+        s->live = m;
+        s->next = m + words;
+        s->masks = m + 2 * words;
+        s->words = words;
+        return 0;
+}
+
+/*
+ * x plus every position reached from its positions without consuming: a live
+ * position on a run of skippable ones carries through the run to the first position
+ * after it, one addition per word (adding a run's live bits to the run clears the
+ * bits above the lowest and sets the one past its end).
+ */
+static void closure(const struct glob *g, uint64_t *x)
+{
+        unsigned carry = 0;
+        for (size_t w = 0; w < g->words; w++) {
+                uint64_t a = g->skip[w], b = x[w] & a, sum;
+                unsigned c1 = __builtin_add_overflow(a, b, &sum);
+                unsigned c2 = __builtin_add_overflow(sum, (uint64_t)carry, &sum);
+                carry = c1 | c2;
+                x[w] |= sum ^ a;
+        }
+}
+
+/* Which positions consume byte c and move on. */
+static const uint64_t *mask_of(const struct glob *g, struct glob_scratch *s, bool *have, unsigned char c)
+{
+        uint64_t *m = s->masks + (size_t)c * g->words;
+        if (have[c])
+                return m;
+        have[c] = true;
+        const uint64_t *any = c == '/' ? g->body : g->one;
+        memcpy(m, any, g->words * sizeof(uint64_t));
+        for (size_t i = g->lit_at[c]; i < g->lit_at[c + 1]; i++)
+                set_bit(m, g->lit_pos[i]);
+        for (size_t i = 0; i < g->nclasses; i++)
+                if ((g->classes[i].set[c / 64] >> (c % 64)) & 1)
+                        set_bit(m, g->classes[i].pos);
+        return m;
+}
+
+static bool glob_match(const struct glob *g, struct glob_scratch *s, const char *path)
+{
+        bool have[256] = { false };
+        size_t W = g->words;
+        uint64_t *live = s->live, *next = s->next;
+        memset(live, 0, W * sizeof(uint64_t));
+        live[0] = 1;
+        closure(g, live);
+        for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+                const uint64_t *m = mask_of(g, s, have, *p);
+                const uint64_t *stay = *p == '/' ? g->dstar : NULL;
+                uint64_t carry = 0, any = 0;
+                for (size_t w = 0; w < W; w++) {
+                        uint64_t moved = live[w] & m[w];
+                        uint64_t stays = live[w] & (stay ? stay[w] : (g->star[w] | g->dstar[w]));
+                        next[w] = (moved << 1) | carry | stays;
+                        carry = moved >> 63;
+                }
+                closure(g, next);
+                for (size_t w = 0; w < W; w++) {
+                        next[w] |= live[w] & g->body[w]; /* "(.*\/)?" waits on, never skipped past */
+                        any |= next[w];
+                }
+                uint64_t *tmp = live;
+                live = next;
+                next = tmp;
+                if (!any)
+                        return false;
+        }
+        return get_bit(live, g->n);
 }
 
 bool app_backup_glob(const char *pattern, const char *path)
 {
-        return glob_at(pattern, pattern, path);
+        struct glob *g = glob_compile(pattern);
+        struct glob_scratch s = { 0 };
+        bool m = g && scratch_fit(&s, g->words) == 0 && glob_match(g, &s, path);
+        free(s.live);
+        glob_free(g);
+        return m;
 }
+
+/* ---- the rules ---------------------------------------------------------------------- */
+
+struct rule {
+        struct glob *glob;
+        bool negate;
+        bool dir_only;
+        bool anchored;  /* matched against the whole path, else against the last component */
+};
+
+struct app_backup_ignore {
+        struct rule *rules;
+        size_t n;
+        struct glob_scratch *scratch; /* one walk uses a set at a time */
+};
 
 void app_backup_ignore_free(struct app_backup_ignore *ig)
 {
         if (!ig)
                 return;
         for (size_t i = 0; i < ig->n; i++)
-                free(ig->rules[i].glob);
+                glob_free(ig->rules[i].glob);
         free(ig->rules);
+        if (ig->scratch)
+                free(ig->scratch->live);
+        free(ig->scratch);
         free(ig);
 }
 
@@ -151,7 +350,9 @@ int app_backup_ignore_new(char *const *patterns, struct app_backup_ignore **ret,
         while (patterns && patterns[n])
                 n++;
         struct app_backup_ignore *ig = calloc(1, sizeof(*ig));
-        if (!ig || !(ig->rules = calloc(n + 1, sizeof(*ig->rules)))) {
+        if (!ig || !(ig->rules = calloc(n + 1, sizeof(*ig->rules))) || !(ig->scratch = calloc(1, sizeof(*ig->scratch)))) {
+                if (ig)
+                        free(ig->rules);
                 free(ig);
                 return na_error_sys(err, ENOMEM, "ignore patterns");
         }
@@ -179,13 +380,17 @@ int app_backup_ignore_new(char *const *patterns, struct app_backup_ignore **ret,
                 }
                 if (len == 0)
                         continue;
-                r.glob = strndup(p, len);
-                if (!r.glob) {
+                _cleanup_free_ char *glob = strndup(p, len);
+                if (glob) {
+                        if (strchr(glob, '/'))
+                                r.anchored = true;
+                        r.glob = glob_compile(glob);
+                }
+                if (!r.glob || scratch_fit(ig->scratch, r.glob->words) < 0) {
+                        glob_free(r.glob);
                         app_backup_ignore_free(ig);
                         return na_error_sys(err, ENOMEM, "ignore patterns");
                 }
-                if (strchr(r.glob, '/'))
-                        r.anchored = true;
                 ig->rules[ig->n++] = r;
         }
         *ret = ig;
@@ -202,7 +407,7 @@ bool app_backup_ignored(const struct app_backup_ignore *ig, const char *rel, boo
                 const struct rule *r = &ig->rules[i];
                 if (r->dir_only && !is_dir)
                         continue;
-                if (app_backup_glob(r->glob, r->anchored ? rel : base))
+                if (glob_match(r->glob, ig->scratch, r->anchored ? rel : base))
                         return !r->negate;
         }
         return false;

@@ -21,7 +21,9 @@
  * or "./"), directories before what they hold, regular files, directories and
  * symbolic links (stored as links, never followed); sockets, fifos and devices are
  * skipped; a file with several hard links is stored once per name (whole each time). Owners are in the container's view (host id - id base; ids outside the
- * app's range become 0).
+ * app's range become 0). A file with holes is stored as a GNU sparse file (pax
+ * "GNU.sparse.major=1"): its data regions only, and restored with the same holes; a
+ * file with more data to read than the volume's size is refused (QUOTA_EXCEEDED).
  */
 #pragma once
 
@@ -55,6 +57,7 @@ struct app_backup_write_opts {
         uint32_t id_base, id_count;            /* the app's host ids */
         const struct app_backup_ignore *ignore; /* NULL: none */
         uint64_t total_bytes;                   /* for percent: the volume's used size; 0: unknown */
+        uint64_t max_file_bytes;                /* what may be read of one file (the volume's size); 0: no limit */
         const struct na_progress *progress;     /* stage "archiving"; checkpoint between files */
         int zstd_level;                         /* 0: 3 */
 };

@@ -173,7 +173,7 @@ int app_backup_hash_fd(int fd, const struct na_progress *progress, char sha256[6
                 return na_error_set(err, EIO, NA_E_INTERNAL, "sha256: init");
         }
         _cleanup_free_ unsigned char *buf = malloc(1 << 17);
-        uint64_t total = 0, since = 0;
+        uint64_t total = 0;
         int r = buf ? 0 : na_error_sys(err, ENOMEM, "sha256");
         while (r == 0) {
                 ssize_t n = read(fd, buf, 1 << 17);
@@ -187,10 +187,7 @@ int app_backup_hash_fd(int fd, const struct na_progress *progress, char sha256[6
                         break;
                 EVP_DigestUpdate(ctx, buf, (size_t)n);
                 total += (uint64_t)n;
-                if ((since += (uint64_t)n) >= (64u << 20)) {
-                        since = 0;
-                        r = na_progress_checkpoint(progress, err);
-                }
+                r = na_progress_checkpoint(progress, err); /* a load of the stop flag: every 128 KiB */
         }
         unsigned char md[32];
         unsigned int mdlen = 0;

@@ -151,7 +151,8 @@ static int archive_volume(struct app_conn *c, struct app *a, const struct proto_
         (void)app_volume_usage(disk, &u, &e);
         na_error_clear(&e);
         struct app_backup_write_opts o = { .id_base = a->uid_base, .id_count = APP_IDS_RANGE, .ignore = ig,
-                                           .total_bytes = u.used_mb * MB, .progress = progress };
+                                           .total_bytes = u.used_mb * MB, .max_file_bytes = u.size_mb * MB,
+                                           .progress = progress };
         char cg[128];
         app_cgroup_path(a->id, cg, sizeof(cg));
         bool frozen = false;
