@@ -57,15 +57,32 @@ def room_of(path, rooms):
     return best
 
 
+def tracked(root):
+    """The files of the checkout (git ls-files), or None outside a git checkout."""
+    import subprocess
+    try:
+        r = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0:
+        return None
+    return sorted(f for f in r.stdout.decode().split("\0") if f)
+
+
 def source_files(root):
-    for top in sorted(os.listdir(root)):
-        if top.startswith(".") or top in NOT_ROOMS or not os.path.isdir(os.path.join(root, top)):
+    """The source files of the rooms: tracked ones (build trees and stray files are not
+    the project's), every file outside a git checkout but build trees."""
+    files = tracked(root)
+    if files is None:
+        files = []
+        for d, dirs, names in os.walk(root):
+            dirs[:] = sorted(x for x in dirs if not x.startswith((".", "build")))
+            files += [os.path.relpath(os.path.join(d, n), root) for n in sorted(names)]
+    for p in files:
+        top = p.split("/", 1)[0]
+        if "/" not in p or top.startswith((".", "build")) or top in NOT_ROOMS:
             continue
-        for d, dirs, files in os.walk(os.path.join(root, top)):
-            dirs.sort()
-            for f in sorted(files):
-                p = os.path.relpath(os.path.join(d, f), root)
-                yield p
+        yield p
 
 
 def main():
@@ -147,15 +164,19 @@ def main():
                                    f"{', '.join(sorted(lib_room[lib]))}, which it may not use")
     # 5. one basename, one file
     seen = {}
-    for d, dirs, files in os.walk(root):
-        dirs[:] = sorted(x for x in dirs if not x.startswith(".") and not x.startswith("build"))
-        for f in files:
-            if f.endswith((".c", ".h", ".py", ".sh")):
-                p = os.path.relpath(os.path.join(d, f), root)
-                if f in seen:
-                    bad.append(f"{p}: shares its name with {seen[f]}")
-                else:
-                    seen[f] = p
+    files = tracked(root)
+    if files is None:
+        files = []
+        for d, dirs, names in os.walk(root):
+            dirs[:] = sorted(x for x in dirs if not x.startswith((".", "build")))
+            files += [os.path.relpath(os.path.join(d, n), root) for n in sorted(names)]
+    for p in files:
+        f = os.path.basename(p)
+        if f.endswith((".c", ".h", ".py", ".sh")) and not p.startswith(("build", ".")):
+            if f in seen:
+                bad.append(f"{p}: shares its name with {seen[f]}")
+            else:
+                seen[f] = p
     for b in bad:
         print(b)
     if bad:
