@@ -88,6 +88,11 @@ struct app_options {
          * keeps at most this many lines a second (a burst of ten seconds' worth). */
         unsigned output_lines_per_sec; /* [apps] output_lines_per_sec; 0: 1000 */
         unsigned monitor_memory_mb;    /* [apps] monitor_memory_mb; 0: 32 */
+        /* What one app's disk I/O may take (issue 20), applied to the device behind its
+         * volume ([apps] io_*; 0: no limit). */
+        struct app_io_limits {
+                uint64_t read_bps, write_bps, read_iops, write_iops;
+        } io;
 };
 
 struct app_driver {

@@ -98,6 +98,11 @@ static const struct key_def keys[] = {
         { "apps", "image_pull_max_mb", K_UINT, OFF(apps_image_pull_max_mb), false, "4096", 16, 16777216 },
         { "apps", "output_lines_per_sec", K_UINT, OFF(apps_output_lines_per_sec), false, "1000", 1, 1000000 },
         { "apps", "monitor_memory_mb", K_UINT, OFF(apps_monitor_memory_mb), false, "32", 8, 4096 },
+        /* What one app's disk I/O may take of the node's disk (issue 20); 0: no limit. */
+        { "apps", "io_read_mbps", K_UINT, OFF(apps_io_read_mbps), false, "0", 0, 1000000 },
+        { "apps", "io_write_mbps", K_UINT, OFF(apps_io_write_mbps), false, "0", 0, 1000000 },
+        { "apps", "io_read_iops", K_UINT, OFF(apps_io_read_iops), false, "0", 0, 10000000 },
+        { "apps", "io_write_iops", K_UINT, OFF(apps_io_write_iops), false, "0", 0, 10000000 },
 
         { "firewall", "enabled", K_BOOL, OFF(fw_enabled), false, "true", 0, 0 },
         { "firewall", "table", K_STRING, OFF(fw_table), false, "nodeagent", 0, 0 },

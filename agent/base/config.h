@@ -83,6 +83,8 @@ struct agent_config {
         int64_t apps_image_pull_max_mb;            /* what one registry pull may download (4096) */
         int64_t apps_output_lines_per_sec; /* lines an app's monitor keeps a second (1000) */
         int64_t apps_monitor_memory_mb;    /* memory cap of an app's monitor cgroup (32) */
+        int64_t apps_io_read_mbps, apps_io_write_mbps; /* one app's disk throughput (0: no limit) */
+        int64_t apps_io_read_iops, apps_io_write_iops; /* one app's disk operations a second (0: no limit) */
 
         /* [firewall] */
         bool fw_enabled;

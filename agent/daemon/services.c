@@ -260,6 +260,10 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                 .image_pull_max_bytes = (uint64_t)cfg->apps_image_pull_max_mb << 20,
                 .output_lines_per_sec = (unsigned)cfg->apps_output_lines_per_sec,
                 .monitor_memory_mb = (unsigned)cfg->apps_monitor_memory_mb,
+                .io = { .read_bps = (uint64_t)cfg->apps_io_read_mbps << 20,
+                        .write_bps = (uint64_t)cfg->apps_io_write_mbps << 20,
+                        .read_iops = (uint64_t)cfg->apps_io_read_iops,
+                        .write_iops = (uint64_t)cfg->apps_io_write_iops },
         };
         if (cfg->apps_crash_backoff_ms)
                 (void)config_parse_backoff(cfg->apps_crash_backoff_ms, o.crash_backoff_ms);

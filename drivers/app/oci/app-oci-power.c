@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -148,7 +149,17 @@ static int write_bundle(struct app_conn *c, struct app *a, const char *netns, co
         app_path_in(a, "bundle", bundle, sizeof(bundle));
         snprintf(cgroup, sizeof(cgroup), "/");
         app_cgroup_path(a->id, cgroup + 1, sizeof(cgroup) - 1);
+        /* The device behind the volume (its mounted disk image's loop device), for the I/O limits. */
+        struct stat vst;
+        bool io_dev = (c->o.io.read_bps || c->o.io.write_bps || c->o.io.read_iops || c->o.io.write_iops) &&
+                      stat(volume, &vst) == 0;
         struct app_oci_input in = {
+                .io_major = io_dev ? major(vst.st_dev) : 0,
+                .io_minor = io_dev ? minor(vst.st_dev) : 0,
+                .io_read_bps = c->o.io.read_bps,
+                .io_write_bps = c->o.io.write_bps,
+                .io_read_iops = c->o.io.read_iops,
+                .io_write_iops = c->o.io.write_iops,
                 .id = a->id,
                 .hostname = d->hostname,
                 .argv = argv,

@@ -216,14 +216,48 @@ int64_t app_oci_cpu_quota(double cores)
         return quota < 1000 ? 1000 : quota; /* the kernel's minimum quota is 1 ms */
 }
 
+/*
+ * linux.resources.blockIO: throttles on the device behind the volume (the loop device
+ * of the app's disk image), so one app cannot take the whole disk from its neighbours.
+ * NULL when no limit is set or the device is not known.
+ */
+static json_t *block_io(const struct app_oci_input *in)
+{
+        if (!in->io_major && !in->io_minor)
+                return NULL;
+        static const char *const keys[] = { "throttleReadBpsDevice", "throttleWriteBpsDevice",
+                                            "throttleReadIOPSDevice", "throttleWriteIOPSDevice" };
+        const uint64_t rates[] = { in->io_read_bps, in->io_write_bps, in->io_read_iops, in->io_write_iops };
+        json_t *io = NULL;
+        for (size_t i = 0; i < 4; i++) {
+                if (!rates[i])
+                        continue;
+                if (!io && !(io = json_object()))
+                        return NULL;
+                json_t *dev = json_pack("[{s:I, s:I, s:I}]", "major", (json_int_t)in->io_major, "minor",
+                                        (json_int_t)in->io_minor, "rate", (json_int_t)rates[i]);
+                if (!dev || json_object_set_new(io, keys[i], dev) < 0) {
+                        json_decref(io);
+                        return NULL;
+                }
+        }
+        return io;
+}
+
 static json_t *resources(const struct app_oci_input *in)
 {
         json_int_t bytes = (json_int_t)(in->memory_mb << 20);
         json_int_t quota = (json_int_t)app_oci_cpu_quota(in->cpu_cores);
-        return json_pack("{s:[{s:b, s:s}], s:{s:I, s:I}, s:{s:I}, s:{s:I, s:I}}", "devices", "allow", 0, "access",
-                         "rwm", "memory", "limit", bytes, "swap", bytes, "pids", "limit",
-                         (json_int_t)(in->pids > 0 ? in->pids : APP_OCI_DEFAULT_PIDS), "cpu", "quota", quota,
-                         "period", (json_int_t)APP_OCI_CPU_PERIOD);
+        json_t *res = json_pack("{s:[{s:b, s:s}], s:{s:I, s:I}, s:{s:I}, s:{s:I, s:I}}", "devices", "allow", 0,
+                                "access", "rwm", "memory", "limit", bytes, "swap", bytes, "pids", "limit",
+                                (json_int_t)(in->pids > 0 ? in->pids : APP_OCI_DEFAULT_PIDS), "cpu", "quota", quota,
+                                "period", (json_int_t)APP_OCI_CPU_PERIOD);
+        json_t *io = block_io(in);
+        if (res && io && json_object_set_new(res, "blockIO", io) < 0) {
+                json_decref(res);
+                return NULL;
+        }
+        return res;
 }
 
 int app_oci_config(const struct app_oci_input *in, json_t **ret, struct na_error *err)

@@ -69,6 +69,10 @@ struct app_oci_input {
         const char *netns_path;              /* NULL: a new, empty network namespace */
         const char *net_dir;                 /* hosts and resolv.conf, bind-mounted read-only at /run/nodeagent
                                                 (app-net.h); NULL: none */
+        /* Disk I/O limits on the block device behind the volume (io_major:io_minor, the
+         * loop device of its disk image); all 0 or no device: none. */
+        uint32_t io_major, io_minor;
+        uint64_t io_read_bps, io_write_bps, io_read_iops, io_write_iops;
 };
 
 /*
