@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Local users read volumes (issue 20, attack 10): any uid on the node (a compromised
 service account such as libvirt-qemu or haproxy, another app's ids) could walk into an
-app's volume (its directory and disk were 0711 and the volume 0755) and read its .env.
-Only the app's own ids and root reach a volume now; the app itself still works."""
+app's volume (its directory and disk were 0711 and the volume 0755) and read its .env,
+and into the image cache. Only the app's own ids and root reach a volume now, only root
+the cache; the app itself still works."""
 import base64
 import os
 import sys
@@ -83,6 +84,12 @@ def other_uids_kept_out(s):
               os.path.join(s.agent.state_dir, "apps", "apps", app, "disk")):
         mode = os.stat(d).st_mode & 0o7777
         check(mode & 0o007 == 0, f"{d} is mode {mode:o}: others may enter")
+    # The image cache: the unpacked images are root's alone (their files carry the
+    # images' own ids, their /tmp is 1777).
+    cache = os.path.join(s.agent.state_dir, "apps", "images")
+    check(os.stat(cache).st_mode & 0o077 == 0, f"{cache} is mode {os.stat(cache).st_mode & 0o7777:o}")
+    seen = try_as(65534, 65534, os.path.join(cache, "x"))
+    check(seen.startswith("ERR:") and "Permission denied" in seen, f"nobody in the image cache: {seen}")
     # Files kinds and restarts still work.
     ok(app_job(s, "app.power", app, {"action": "restart"}))
     wait_output(s, app, "ready")

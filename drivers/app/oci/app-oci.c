@@ -252,11 +252,15 @@ static int app_oci_open(const struct app_options *o, struct app_conn **ret, stru
         c->have_layout = app_cgroup_layout(&c->layout, &lerr) >= 0;
         na_error_clear(&lerr);
         /* 0711 down to each app: crun, inside the app's user namespace, must traverse to
-         * its root and volume. Nothing below is readable by others. */
+         * its root and volume. Nothing below is readable by others. The unpacked images
+         * are root's alone (0700): an app reaches its image only through the idmapped
+         * overlay the agent mounts as root, so no uid of the node walks into the cache,
+         * whose files carry the images' own ids and directories such as a 1777 /tmp. */
         const char *dirs[] = { c->storage_dir, c->apps_dir, c->cache_dir, c->crun_root };
+        const mode_t modes[] = { 0711, 0711, 0700, 0711 };
         for (size_t i = 0; i < ARRAY_SIZE(dirs) && r >= 0; i++) {
-                r = na_mkdir_p(dirs[i], 0711, err);
-                if (r >= 0 && chmod(dirs[i], 0711) < 0)
+                r = na_mkdir_p(dirs[i], modes[i], err);
+                if (r >= 0 && chmod(dirs[i], modes[i]) < 0)
                         r = na_error_sys(err, errno, "apps: chmod %s", dirs[i]);
         }
         if (r >= 0)
