@@ -1,6 +1,7 @@
 #!/bin/sh
 # The second README command (and all that .ci/run does): install what is needed,
-# build with warnings as errors, run every test; then the same under ASan + UBSan.
+# build with warnings as errors, run every test; build the daemon and its helpers
+# under gcc -fanalyzer; then run the tests again under ASan + UBSan.
 # A skipped test (exit 77) is not a pass that hides: after each pass the skipped
 # tests are listed (scripts/ctest-skips.py), again all together at the end whatever
 # happened, and as root with namespaces (CI) a skip whose needs-* labels are all met
@@ -49,6 +50,8 @@ run_pass() {
 echo "== build (warnings are errors) and test"
 BUILD_DIR=build ./scripts/build.sh
 run_pass build build
+echo "== build with gcc -fanalyzer (its findings are errors; tests and benchmarks are not analysed)"
+BUILD_DIR=build-analyzer ./scripts/build.sh -DNA_ANALYZER=ON -DNA_BUILD_TESTS=OFF -DNA_BUILD_BENCH=OFF
 echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer and test"
 BUILD_DIR=build-asan ./scripts/build.sh -DNA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
