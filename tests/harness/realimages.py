@@ -20,7 +20,7 @@ a half-made one is removed and redone. Builds of the same image by two processes
 once are serialized by a lock file beside it.
 
 `build` prints the layout's path (or, with --json, {name: {"layout", "key"}}).
-`install` builds if needed and copies the layout to DIR/NAME (what the agent's
+`install` builds if needed and copies the layout to DIR/NAME (hard links where it can) (what the agent's
 apps.images_dir holds: one OCI layout per image name, tags in its index.json), so a
 template names it "NAME:1". Downloads happen here, in the caller's network namespace:
 call it before any private namespace is entered. Needs root (mmdebstrap keeps
@@ -218,7 +218,15 @@ def install(name, images_dir, tag, cache, mirror):
     dest = os.path.join(images_dir, name)
     if os.path.exists(dest):
         shutil.rmtree(dest)
-    shutil.copytree(layout, dest)
+
+    def link_or_copy(src, dst):
+        if os.path.basename(src) == "index.json":  # rewritten below and by the agent: a copy of its own
+            return shutil.copy2(src, dst)
+        try:
+            os.link(src, dst)  # blobs are immutable: the cache's own files, in no time
+        except OSError:
+            shutil.copy2(src, dst)
+    shutil.copytree(layout, dest, copy_function=link_or_copy)
     if tag != TAG:
         with open(os.path.join(dest, "index.json")) as f:
             index = json.load(f)
