@@ -34,7 +34,7 @@ REAL = {"postgres_user_and_client": ["postgres"], "redis_peer": ["redis"], "user
 
 def real_conf(names):
     def conf(s):
-        c = apps_conf(s)
+        c = sftpt.sftp_conf(s)  # apps_conf and nodeagent-sftpd on a port of its own
         images = c["apps"]["images_dir"]
         for n in names:
             subprocess.run([sys.executable, REALIMAGES, "install", n, "--images-dir", images], check=True,
@@ -217,8 +217,21 @@ def user_1000(s):
     for rel in ("world", "world/level.dat"):
         st = os.stat(os.path.join(volume(s, app), rel))
         check((st.st_uid, st.st_gid) == (base + 1000, base + 1000), (rel, st.st_uid, st.st_gid))
+    # A file uploaded by SFTP is the app's user's too.
+    s.local = os.path.join(s.tmp, "local")
+    os.makedirs(s.local)
+    with open(os.path.join(s.local, "server.properties"), "w") as f:
+        f.write("motd=hello\n")
+    key, pub = sftpt.keypair(s, "game_key")
+    ok(app_job(s, "app.sftp.set", app, {"enabled": True, "publicKeys": [pub]}))
+    wait_for(sftpt.listening, 10, "nodeagent-sftpd listening")
+    sftpt.sftp_ok(s, "game", ["put server.properties world/server.properties"], key=key)
+    st = os.stat(os.path.join(volume(s, app), "world", "server.properties"))
+    check((st.st_uid, st.st_gid) == (base + 1000, base + 1000), ("SFTP upload's owner", st.st_uid, st.st_gid))
     # The process can change what the agent wrote.
-    r = crun(s, "exec", f"na-{app}", "/bin/sh", "-c", "echo y >> /home/container/world/level.dat && echo done")
+    r = crun(s, "exec", f"na-{app}", "/bin/sh", "-c",
+             "echo y >> /home/container/world/level.dat && echo z >> /home/container/world/server.properties "
+             "&& echo done")
     check(r.stdout.strip() == "done", (r.stdout, r.stderr))
     ok(app_job(s, "app.delete", app))
     # template.user overrides the image's: a name the image has, and one it lacks.
