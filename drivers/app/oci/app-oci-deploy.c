@@ -92,15 +92,15 @@ int app_image_user(const struct proto_app_template *t, const struct app_image *i
         int r = app_user_resolve(lower, spec, ret, err);
         if (r >= 0 || !err->code || !streq(err->code, NA_E_VALIDATION))
                 return r;
-        if (t->user) {
-                char msg[sizeof(err->message)];
-                snprintf(msg, sizeof(msg), "%s", err->message);
-                na_error_clear(err);
+        char msg[sizeof(err->message)];
+        snprintf(msg, sizeof(msg), "%s", err->message);
+        na_error_clear(err);
+        if (t->user)
                 return na_error_field(err, "template.user", "%s", msg);
-        }
+        /* The image's own User is not the caller's input: the image is broken. */
         char label[PROTO_APP_IMAGE_REF_MAX + 1];
-        err->code = NA_E_DRIVER;
-        return na_error_prefix(err, "image %s: its User", proto_image_ref_format(&t->image, label, sizeof(label)));
+        return na_error_set(err, EINVAL, NA_E_DRIVER, "image %s: its User: %s",
+                            proto_image_ref_format(&t->image, label, sizeof(label)), msg);
 }
 
 /* Device nodes the unpack skipped (<cache>/<hex>/skipped-devices beside the root): one system line. */

@@ -258,6 +258,8 @@ def busybox_signal_conf(s):
                       {"path": "dev/zero", "type": "chardev", "major": 1, "minor": 5}])
     subprocess.run([sys.executable, MKIMAGE, "--layout", os.path.join(images, "sigint"), "--tag", "1",
                     "--stop-signal", "SIGINT", "--extra-layer", dev], check=True, capture_output=True)
+    subprocess.run([sys.executable, MKIMAGE, "--layout", os.path.join(images, "ghost"), "--tag", "1",
+                    "--user", "ghost"], check=True, capture_output=True)
     return c
 
 
@@ -283,6 +285,12 @@ def stop_signal_and_devices(s):
     out = texts(output(s, app))
     check("stopping: sending SIGINT" in out and "got INT" in out and "got TERM" not in out, out)
     ok(app_job(s, "app.delete", app))
+    # An image whose own User is not in its /etc/passwd is a broken image: DRIVER_ERROR, nothing made.
+    ghost = str(uuid.uuid4())
+    err = failed(app_job(s, "app.deploy", ghost, deploy_params(template={"image": "ghost:1"}), timeout=120),
+                 "DRIVER_ERROR")
+    check(err["httpStatus"] != 422 and "no user 'ghost'" in err["error"] + json.dumps(err.get("details")), err)
+    check(not os.path.exists(os.path.join(storage(s), "apps", ghost)), "a refused deploy left files")
     # template.stop, when given, wins over the image's.
     p["template"]["stop"] = {"signal": "SIGTERM"}
     ok(app_job(s, "app.deploy", app, p, timeout=120))
