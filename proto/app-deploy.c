@@ -266,6 +266,18 @@ static bool template_decode(json_t *params, struct proto_app_template *out, stru
         } else if (r < 0)
                 ok = false;
         ok &= stop_decode(t, &out->stop, err);
+        out->stop_given = json_object_get(t, "stop") && !json_is_null(json_object_get(t, "stop"));
+        const char *user = NULL;
+        r = proto_string(t, "template", "user", 0, 1, PROTO_APP_USER_MAX, &user, err);
+        if (r == PROTO_PRESENT) {
+                const char *why = proto_app_user_problem(user);
+                if (why) {
+                        na_error_field(err, "template.user", "%s", why);
+                        ok = false;
+                } else
+                        out->user = user;
+        } else if (r < 0)
+                ok = false;
         const char *pattern = NULL;
         r = proto_string(t, "template", "startedPattern", 0, 1, PROTO_APP_PATTERN_MAX, &pattern, err);
         if (r == PROTO_PRESENT) {
@@ -378,7 +390,9 @@ json_t *proto_app_deploy_canonical(const struct proto_app_deploy *p)
         json_t *ports = json_array();
         for (size_t i = 0; ports && i < t->n_ports; i++)
                 json_array_append_new(ports, json_integer(t->ports[i]));
-        json_t *stop = t->stop.kind == PROTO_APP_STOP_LINE
+        /* A stop not given stays absent: the image's StopSignal applies then. */
+        json_t *stop = !t->stop_given ? json_null()
+                       : t->stop.kind == PROTO_APP_STOP_LINE
                                ? json_pack("{s:s}", "line", t->stop.line)
                                : json_pack("{s:s}", "signal", proto_app_signal_name(t->stop.signal));
         json_t *tmpl = json_pack("{s:s, s:s, s:o, s:b, s:b, s:o, s:s, s:o, s:o, s:o}", "id", t->id, "image",
@@ -386,6 +400,10 @@ json_t *proto_app_deploy_canonical(const struct proto_app_deploy *p)
                                  strv_json(t->command), "customCommand", t->custom_command, "fileAccess",
                                  t->file_access, "env", env, "volumePath", t->volume_path, "stop", stop,
                                  "startedPattern", opt_string(t->started_pattern), "ports", ports);
+        if (tmpl && t->user && json_object_set_new(tmpl, "user", json_string(t->user)) < 0) {
+                json_decref(tmpl);
+                tmpl = NULL;
+        }
         json_t *plan = json_pack("{s:o, s:o, s:I, s:I, s:I}", "id", opt_string(p->plan.id), "cpuCores",
                                  proto_app_cpu_json(p->plan.cpu_millis), "memoryMB", (json_int_t)p->plan.memory_mb,
                                  "volumeQuotaMB", (json_int_t)p->plan.volume_quota_mb, "pids",

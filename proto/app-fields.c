@@ -3,6 +3,7 @@
 
 #include <regex.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/decode.h"
@@ -41,6 +42,49 @@ const char *proto_app_sftp_username_problem(const char *s)
                         return "must hold lowercase letters, digits, '.', '_' and '-', and start with a letter or "
                                "digit";
         return NULL;
+}
+
+/* One side of template.user: a number 0..65535 or a user or group name. */
+static const char *user_part_problem(const char *s, size_t n)
+{
+        if (n == 0)
+                return "must not have an empty user or group";
+        bool digits = true;
+        for (size_t i = 0; i < n; i++)
+                digits &= s[i] >= '0' && s[i] <= '9';
+        if (digits) {
+                unsigned long v = 0;
+                for (size_t i = 0; i < n && v <= 65535; i++)
+                        v = v * 10 + (unsigned long)(s[i] - '0');
+                return v > 65535 ? "must have ids between 0 and 65535 (the ids an app's user namespace maps)" : NULL;
+        }
+        if (n > 32)
+                return "must have names of at most 32 bytes";
+        for (size_t i = 0; i < n; i++) {
+                char ch = s[i];
+                bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                          ch == '_' || ch == '.' || (ch == '-' && i > 0) || (ch == '$' && i == n - 1 && i > 0);
+                if (!ok)
+                        return "must be a name ([A-Za-z0-9_.-], not starting with '-') or a number, as user or "
+                               "user:group";
+        }
+        return NULL;
+}
+
+const char *proto_app_user_problem(const char *s)
+{
+        if (!s || !*s)
+                return "must not be empty";
+        size_t n = strlen(s);
+        if (n > PROTO_APP_USER_MAX)
+                return "must be at most 255 bytes";
+        const char *colon = strchr(s, ':');
+        if (!colon)
+                return user_part_problem(s, n);
+        if (strchr(colon + 1, ':'))
+                return "must be user or user:group (one ':')";
+        const char *why = user_part_problem(s, (size_t)(colon - s));
+        return why ? why : user_part_problem(colon + 1, strlen(colon + 1));
 }
 
 /* Whether path is dir or lies under it ("/proc", "/proc/x"; not "/procx"). */
@@ -264,4 +308,20 @@ bool proto_app_stop_signal_allowed(int sig)
 {
         return sig == SIGHUP || sig == SIGINT || sig == SIGQUIT || sig == SIGKILL || sig == SIGUSR1 ||
                sig == SIGUSR2 || sig == SIGTERM;
+}
+
+int proto_app_signal_parse(const char *s)
+{
+        if (!s || !*s)
+                return 0;
+        if (strspn(s, "0123456789") == strlen(s)) {
+                int n = strlen(s) <= 2 ? atoi(s) : 0;
+                return proto_app_signal_name(n) ? n : 0;
+        }
+        for (int i = 1; i < (int)ARRAY_SIZE(signal_names); i++) {
+                const char *name = signal_names[i];
+                if (name && (strcmp(name, s) == 0 || strcmp(name + 3, s) == 0))
+                        return i;
+        }
+        return 0;
 }

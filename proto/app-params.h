@@ -63,6 +63,7 @@ extern const char *const proto_app_types[]; /* "app", "bot", "game_server", "dat
 #define PROTO_APP_ENV_VALUE_MAX 32768    /* bytes */
 #define PROTO_APP_VOLUME_PATH_MAX 255    /* bytes */
 #define PROTO_APP_VOLUME_PATH_DEFAULT "/home/container"
+#define PROTO_APP_USER_MAX 255          /* template.user: "user" or "user:group", bytes */
 #define PROTO_APP_LINE_MAX 4096          /* a console line (and a stop line), bytes */
 #define PROTO_APP_PATTERN_MAX 1024       /* startedPattern, characters */
 #define PROTO_APP_PORTS_MAX 64
@@ -88,6 +89,12 @@ const char *proto_app_hostname_problem(const char *s);
 const char *proto_app_sftp_username_problem(const char *s);
 const char *proto_app_volume_path_problem(const char *s);
 const char *proto_app_pattern_problem(const char *s); /* POSIX ERE, checked with regcomp */
+/*
+ * template.user: "user" or "user:group", each a name ([A-Za-z0-9_.][A-Za-z0-9_.-]*,
+ * at most 32 bytes, an optional trailing '$') or a number 0..65535 (the ids an app's
+ * user namespace maps). Whether the image has the names is the driver's question.
+ */
+const char *proto_app_user_problem(const char *s);
 /* An environment variable name: 1..128 of [A-Za-z_][A-Za-z0-9_]*. */
 bool proto_app_env_name_valid(const char *s);
 
@@ -95,6 +102,8 @@ bool proto_app_env_name_valid(const char *s);
 bool proto_app_stop_signal_allowed(int sig);
 /* "SIGTERM" for 15; any standard signal 1..31 has a name; NULL otherwise. */
 const char *proto_app_signal_name(int sig);
+/* A signal as an image's StopSignal writes it: "SIGINT", "INT" or "2"; 0 when not a standard signal 1..31. */
+int proto_app_signal_parse(const char *s);
 
 /* ---- params ------------------------------------------------------------------- */
 
@@ -116,6 +125,8 @@ struct proto_app_template {
         size_t n_env;
         const char *volume_path;     /* default PROTO_APP_VOLUME_PATH_DEFAULT */
         struct proto_app_stop stop;
+        bool stop_given;             /* template.stop was given (else the image's StopSignal, else SIGTERM) */
+        const char *user;            /* NULL: the image's User (default root) */
         const char *started_pattern; /* NULL: started as soon as the process runs */
         uint16_t ports[PROTO_APP_PORTS_MAX]; /* sorted, no duplicates */
         size_t n_ports;

@@ -5,7 +5,7 @@ Usage:
   mkimage.py --layout DIR --tag TAG [--cmd JSON-ARRAY] [--entrypoint JSON-ARRAY]
              [--env K=V [K=V ...]] [--workdir PATH] [--compress gzip|none|zstd]
              [--no-base] [--extra-layer SPEC ...] [--docker] [--index] [--json]
-             [--busybox PATH] [--mtime EPOCH]
+             [--busybox PATH] [--mtime EPOCH] [--user USER] [--stop-signal SIG]
   mkimage.py --layer-only OUT.tar --extra-layer SPEC [--compress ...]
 
 What it writes: an OCI image layout at DIR (DIR/oci-layout, DIR/index.json,
@@ -19,7 +19,8 @@ busybox for every applet of `busybox --list`, /etc/passwd (root, nobody),
 /etc/group (root, nogroup), /tmp (1777), /root (0700), /home/container, and empty
 /proc, /sys and /dev. The config has Env PATH=/bin (plus --env), Cmd and Entrypoint
 when given (JSON arrays, e.g. --cmd '["sh","-c","echo hi"]'), WorkingDir
-/home/container (or --workdir), os linux, architecture amd64.
+/home/container (or --workdir), User and StopSignal when given, os linux,
+architecture amd64.
 
 Everything is deterministic (fixed mtimes, sorted base entries, uid/gid 0, gzip
 without name or time), so the same inputs give the same digests.
@@ -256,6 +257,8 @@ def main():
     ap.add_argument("--busybox", default="/bin/busybox")
     ap.add_argument("--mtime", type=int, default=1700000000)
     ap.add_argument("--layer-only")
+    ap.add_argument("--user")
+    ap.add_argument("--stop-signal")
     args = ap.parse_args()
 
     if args.layer_only:
@@ -288,6 +291,10 @@ def main():
         if "=" not in kv:
             die("--env wants K=V, not %r" % kv)
     cfg = {"Env": env, "WorkingDir": args.workdir}
+    if args.user:
+        cfg["User"] = args.user
+    if args.stop_signal:
+        cfg["StopSignal"] = args.stop_signal
     for key, val in (("Cmd", args.cmd), ("Entrypoint", args.entrypoint)):
         if val is not None:
             v = json.loads(val)

@@ -89,6 +89,8 @@ int app_backup_extract(int archive_fd, int dest_fd, uint32_t id_base, uint32_t i
 #define APP_BACKUP_FORMAT "tar+zstd"
 /* <backups_dir>/<app_id>; created 0700 when create is set. */
 int app_backup_dir(const char *backups_dir, const char *app_id, bool create, char **ret, struct na_error *err);
+/* Remove <backups_dir>/<app_id> and every backup in it (app.delete); 0 when there is none. */
+int app_backup_forget(const char *backups_dir, const char *app_id, struct na_error *err);
 /* A complete backup's record; -ENOENT without err when there is none (or its data is gone). */
 int app_backup_record_load(const char *dir, const char *bid, struct proto_app_backup *ret, struct na_error *err);
 /* Every complete backup, oldest first. A missing dir is an empty list. */

@@ -19,6 +19,7 @@
 #include "common/macro.h"
 #include "common/timeutil.h"
 #include "drivers/app/backup/app-backup-parts.h"
+#include "volume/volume.h"
 
 #define RECORD_MAX (64 * 1024)
 
@@ -36,6 +37,17 @@ int app_backup_dir(const char *backups_dir, const char *app_id, bool create, cha
         }
         *ret = d;
         return 0;
+}
+
+int app_backup_forget(const char *backups_dir, const char *app_id, struct na_error *err)
+{
+        if (!app_id || !*app_id || strchr(app_id, '/') || streq(app_id, ".") || streq(app_id, ".."))
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "backups: not an app id");
+        _cleanup_close_ int dfd = open(backups_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return errno == ENOENT ? 0 : na_error_sys(err, errno, "app %s: backups: open %s", app_id, backups_dir);
+        int r = app_fs_rm_rf(dfd, app_id, err);
+        return r < 0 ? na_error_prefix(err, "app %s: remove its backups", app_id) : 0;
 }
 
 int app_backup_record_load(const char *dir, const char *bid, struct proto_app_backup *ret, struct na_error *err)

@@ -323,6 +323,7 @@ void app_image_clear(struct app_image *img)
         }
         free(img->working_dir);
         free(img->user);
+        free(img->stop_signal);
         memset(img, 0, sizeof(*img));
 }
 
@@ -379,7 +380,8 @@ static int parse_config(json_t *cfg, const char *label, struct app_image *img, s
             (r = string_vector(json_object_get(c, "Cmd"), label, "Cmd", &img->cmd, err)) < 0 ||
             (r = string_vector(json_object_get(c, "Env"), label, "Env", &img->env, err)) < 0 ||
             (r = optional_string(json_object_get(c, "WorkingDir"), label, "WorkingDir", &img->working_dir, err)) < 0 ||
-            (r = optional_string(json_object_get(c, "User"), label, "User", &img->user, err)) < 0)
+            (r = optional_string(json_object_get(c, "User"), label, "User", &img->user, err)) < 0 ||
+            (r = optional_string(json_object_get(c, "StopSignal"), label, "StopSignal", &img->stop_signal, err)) < 0)
                 return r;
         return 0;
 }

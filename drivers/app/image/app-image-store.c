@@ -72,7 +72,37 @@ struct unpack_progress {
         const struct na_progress *progress;
         uint64_t done, total;
         int last_percent;
+        uint64_t skipped;    /* device nodes the layers held */
+        char skipped_names[512];
 };
+
+static void on_skip(void *userdata, const char *path)
+{
+        struct unpack_progress *u = userdata;
+        size_t n = strlen(u->skipped_names);
+        if (u->skipped++ < 8 && n + strlen(path) + 4 < sizeof(u->skipped_names))
+                snprintf(u->skipped_names + n, sizeof(u->skipped_names) - n, "%s/%s", n ? ", " : "",
+                         path[0] == '/' ? path + 1 : path);
+}
+
+/* APP_IMAGE_SKIPPED_FILE beside the root, when the layers held device nodes. */
+static int write_skipped(int hex_fd, const struct unpack_progress *u, const char *label, struct na_error *err)
+{
+        (void)unlinkat(hex_fd, APP_IMAGE_SKIPPED_FILE, 0);
+        if (!u->skipped)
+                return 0;
+        char text[800];
+        int n = snprintf(text, sizeof(text),
+                         "skipped %llu device node%s of its layers (%s%s): a container gets its devices from the "
+                         "runtime\n",
+                         (unsigned long long)u->skipped, u->skipped == 1 ? "" : "s", u->skipped_names,
+                         u->skipped > 8 ? ", ..." : "");
+        _cleanup_close_ int fd =
+                openat(hex_fd, APP_IMAGE_SKIPPED_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return na_error_sys(err, errno, "image %s: write %s", label, APP_IMAGE_SKIPPED_FILE);
+        return na_write_all(fd, text, (size_t)n, APP_IMAGE_SKIPPED_FILE, err);
+}
 
 static void on_read(void *userdata, uint64_t bytes)
 {
@@ -113,8 +143,8 @@ static int unpack_layers(int layout_fd, int hex_fd, const char *label, const str
                 if ((r = app_layout_open_blob(layout_fd, label, ly->digest, &fd, err)) < 0)
                         break;
                 struct app_layer_opts opts = {
-                        .digest = ly->digest, .size = ly->size, .on_read = on_read, .userdata = &u, .progress = progress,
-                        .budget = &budget,
+                        .digest = ly->digest, .size = ly->size, .on_read = on_read, .userdata = &u,
+                        .on_skip = on_skip, .progress = progress, .budget = &budget,
                 };
                 r = app_layer_apply(root_fd, fd, &opts, err);
                 if (r < 0 && !streq_ptr(err->code, NA_E_DRIVER) && !streq_ptr(err->code, NA_E_INTERNAL))
@@ -129,6 +159,8 @@ static int unpack_layers(int layout_fd, int hex_fd, const char *label, const str
                         na_error_detail(err, "reason", json_string(err->message));
                 u.done += ly->size;
         }
+        if (r >= 0)
+                r = write_skipped(hex_fd, &u, label, err);
         if (r >= 0 && syncfs(root_fd) < 0)
                 r = na_error_sys(err, errno, "image %s: sync the unpacked root", label);
         if (r >= 0 && renameat(hex_fd, tmp, hex_fd, "rootfs") < 0)

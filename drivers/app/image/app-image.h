@@ -34,6 +34,12 @@
 #include "proto/app-image-ref.h"
 
 #define APP_IMAGE_JSON_MAX (4u << 20) /* bound of every JSON blob and index.json */
+/*
+ * Beside an unpacked root (<cache_dir>/<hex>/): one line saying which device nodes
+ * the layers held and the unpack skipped ("skipped 3 device nodes of the layers
+ * (/dev/null, ...): a container gets its devices from the runtime"); absent when none.
+ */
+#define APP_IMAGE_SKIPPED_FILE "skipped-devices"
 
 struct app_image_layer {
         char digest[72];       /* "sha256:<hex>" */
@@ -50,6 +56,7 @@ struct app_image {
         /* From the config's "config"; NULL-terminated vectors, NULL when absent or null. */
         char **entrypoint, **cmd, **env;
         char *working_dir, *user; /* NULL when absent or empty */
+        char *stop_signal;        /* StopSignal as written ("SIGINT", "2"); NULL when absent or empty */
 };
 
 /*
@@ -145,8 +152,9 @@ int app_image_layout_lock(const char *images_dir, const char *name, int *ret_fd,
  * one inside the root), then the entry is made relative to that fd, never following
  * a link. The whole layer is refused (DRIVER_ERROR naming the entry and the reason)
  * on an absolute path, a ".." component, a parent path through a symbolic link, a
- * hard link whose target is outside or through a symbolic link, character or block
- * devices, sockets, names over PATH_MAX or components over NAME_MAX. A NUL cannot be
+ * hard link whose target is outside or through a symbolic link, sockets, names over
+ * PATH_MAX or components over NAME_MAX. Character and block devices are skipped
+ * (opts->on_skip is told their names): a container gets its devices from the runtime. A NUL cannot be
  * refused: libarchive hands names as C strings, so a pax name "ok\0/../x" arrives as
  * "ok" (and stays inside). What was applied before the refusal stays: apply into a
  * temporary root and throw it away on failure (app_image_unpack does).
@@ -163,6 +171,7 @@ struct app_layer_opts {
         uint64_t size;      /* with digest: the blob's size; another size fails as a mismatch */
         void (*on_read)(void *userdata, uint64_t bytes_read); /* compressed bytes read so far; may be NULL */
         void *userdata;
+        void (*on_skip)(void *userdata, const char *path); /* a device node skipped; may be NULL */
         const struct na_progress *progress; /* its checkpoint is asked every 256 entries and 64 MiB of data; may be NULL */
         struct app_unpack_budget *budget;   /* charged for every byte and entry before it is written; NULL: unbounded */
 };

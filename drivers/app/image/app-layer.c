@@ -517,9 +517,11 @@ static int make_entry(struct layer *l, struct archive *a, struct archive_entry *
                         return na_error_sys(err, errno, "entry \"%.300s\": fifo", raw);
                 return 0;
         case AE_IFCHR:
-                return refuse(err, raw, "a character device");
         case AE_IFBLK:
-                return refuse(err, raw, "a block device");
+                /* A container gets its devices from the runtime: skipped, said to the caller. */
+                if (l->opts && l->opts->on_skip)
+                        l->opts->on_skip(l->opts->userdata, raw);
+                return 0;
         default:
                 return refuse(err, raw, "an unsupported file type");
         }

@@ -19,8 +19,12 @@
 #include "drivers/app/image/app-image.h"
 #include "drivers/app/oci/app-oci-internal.h"
 #include "drivers/app/net/app-net.h"
+#include "drivers/app/backup/app-backup-parts.h"
 #include "drivers/app/oci/app-rootfs.h"
+#include "drivers/app/oci/app-user.h"
 #include "drivers/app/oci/app-volume.h"
+#include "proto/app-params.h"
+#include "ring/app-ring.h"
 #include "volume/volume.h"
 
 static char **strv_dup(char *const *v)
@@ -73,7 +77,8 @@ static int make_disk(struct app *a, int64_t quota_mb, struct na_error *err)
         snprintf(sub, sizeof(sub), "%s/volume", disk);
         if (mkdir(sub, 0755) < 0 && errno != EEXIST)
                 return na_error_sys(err, errno, "mkdir %s", sub);
-        if (chown(sub, a->uid_base, a->uid_base) < 0)
+        /* The volume's root is the app's user's (AGENT-API 4.2). */
+        if (chown(sub, a->uid_base + a->run_uid, a->uid_base + a->run_gid) < 0)
                 return na_error_sys(err, errno, "chown %s", sub);
         snprintf(sub, sizeof(sub), "%s/layer", disk);
         if (mkdir(sub, 0711) < 0 && errno != EEXIST)
@@ -81,6 +86,47 @@ static int make_disk(struct app *a, int64_t quota_mb, struct na_error *err)
         if (chown(sub, 0, 0) < 0)
                 return na_error_sys(err, errno, "chown %s", sub);
         return 0;
+}
+
+int app_image_user(const struct proto_app_template *t, const struct app_image *img, const char *lower,
+                   struct app_user *ret, struct na_error *err)
+{
+        const char *spec = t->user ? t->user : img->user;
+        int r = app_user_resolve(lower, spec, ret, err);
+        if (r >= 0 || !err->code || !streq(err->code, NA_E_VALIDATION))
+                return r;
+        char msg[sizeof(err->message)];
+        snprintf(msg, sizeof(msg), "%s", err->message);
+        na_error_clear(err);
+        if (t->user)
+                return na_error_field(err, "template.user", "%s", msg);
+        /* The image's own User is not the caller's input: the image is broken. */
+        char label[PROTO_APP_IMAGE_REF_MAX + 1];
+        return na_error_set(err, EINVAL, NA_E_DRIVER, "image %s: its User: %s",
+                            proto_image_ref_format(&t->image, label, sizeof(label)), msg);
+}
+
+/* Device nodes the unpack skipped (<cache>/<hex>/skipped-devices beside the root): one system line. */
+static void say_skipped(struct app *a, const char *lower)
+{
+        char path[4300];
+        const char *slash = strrchr(lower, '/');
+        if (!slash)
+                return;
+        snprintf(path, sizeof(path), "%.*s/" APP_IMAGE_SKIPPED_FILE, (int)(slash - lower), lower);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        char buf[1024];
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        char msg[1600], label[PROTO_APP_IMAGE_REF_MAX + 1];
+        snprintf(msg, sizeof(msg), "image %s: %s", proto_image_ref_format(&a->deploy->tmpl.image, label, sizeof(label)),
+                 buf);
+        struct na_error e = NA_ERROR_INIT;
+        (void)app_ring_append_once(a->dir, APP_RING_SYSTEM, msg, strlen(msg), NULL, &e);
+        na_error_clear(&e);
 }
 
 /* Everything of the app on this node, whatever state a cut-short deploy left. */
@@ -102,6 +148,8 @@ static int remove_files(struct app_conn *c, const char *id, const char *dir, str
                 r = app_ids_free(c->storage_dir, id, err);
         if (r >= 0)
                 r = app_net_forget(c->net, id, err); /* exposures, rules, namespace, link, address */
+        if (r >= 0)
+                r = app_backup_forget(c->backups_dir, id, err); /* its local backups too (AGENT-API 4.2, Delete) */
         if (r < 0)
                 return r;
         if (c->have_layout)
@@ -187,11 +235,20 @@ int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_de
                 return r;
         }
 
+        /* The app's user, checked before anything of the app is made. */
+        struct app_user user;
+        if ((r = app_image_user(&d->tmpl, &img, lower, &user, err)) < 0) {
+                app_image_clear(&img);
+                return na_error_prefix(err, "app %s", id);
+        }
         struct app *a = app_new(c, id);
         if (!a) {
                 app_image_clear(&img);
                 return na_error_sys(err, ENOMEM, "app %s", id);
         }
+        a->run_uid = user.uid;
+        a->run_gid = user.gid;
+        a->image_stop_signal = proto_app_signal_parse(img.stop_signal);
         snprintf(a->image_digest, sizeof(a->image_digest), "%s", img.manifest_digest);
         free(a->lower);
         a->lower = TAKE_PTR(lower);
@@ -223,6 +280,8 @@ int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_de
         }
         if (r >= 0)
                 r = app_net_register(c->net, id, a->deploy->hostname, a->deploy->group_id, err);
+        if (r >= 0)
+                say_skipped(a, a->lower);
         if (r >= 0 && !(*ret = app_record_json(a)))
                 r = na_error_sys(err, ENOMEM, "app %s", id);
         /* Again where it counts: two deploys of one hostname may have run side by side. */

@@ -35,8 +35,11 @@ int app_oci_files(struct app_conn *c, const char *id, struct app_fs **ret, struc
         int r = app_volume_is_mounted(disk, &mounted, err);
         if (r >= 0 && !mounted)
                 r = app_volume_mount(img, disk, err); /* after a node reboot, before a start */
+        /* What the agent writes for the app is the app's user's (AGENT-API 4.2). */
+        uid_t uid = a->uid_base + a->run_uid;
+        gid_t gid = a->uid_base + a->run_gid;
         pthread_mutex_unlock(&a->op_lock);
         if (r >= 0)
-                r = app_fs_open(volume, a->uid_base, a->uid_base, ret, err);
+                r = app_fs_open(volume, uid, gid, ret, err);
         return r < 0 ? na_error_prefix(err, "app %s: files", id) : 0;
 }

@@ -45,6 +45,8 @@ struct app {
         char image_digest[80];
         char *lower;                     /* the unpacked image root */
         uint32_t uid_base;
+        uint32_t run_uid, run_gid;       /* the app's user inside (app-user.h); on the host uid_base + these */
+        int image_stop_signal;           /* the image's StopSignal; 0: none (SIGTERM) */
         int64_t created_ms, updated_ms;
         bool want_running;               /* ran before a node reboot: start again */
 
@@ -111,6 +113,12 @@ int app_stop_locked(struct app_conn *c, struct app *a, bool kill_now, unsigned g
 /* The app's directory and disk: root's, searchable by the app's group only (app-oci-power.c). */
 int app_dirs_private(const struct app *a, struct na_error *err);
 int app_ensure_mounts(struct app_conn *c, struct app *a, struct na_error *err);
+
+/* app-oci-deploy.c: the app's user in its image (template.user, else the image's User); VALIDATION_ERROR on
+ * template.user when the image lacks it. */
+struct app_user;
+int app_image_user(const struct proto_app_template *t, const struct app_image *img, const char *lower,
+                   struct app_user *ret, struct na_error *err);
 
 /* app-oci-power.c: the table's functions */
 int app_oci_power(struct app_conn *c, const char *id, enum proto_app_power_action action, unsigned grace_sec,

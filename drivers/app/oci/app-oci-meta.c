@@ -57,6 +57,10 @@ int app_meta_save(struct app *a, struct na_error *err)
                                                (json_int_t)a->created_ms, "updatedAt", (json_int_t)a->updated_ms,
                                                "wantRunning", a->want_running, "restarts", (json_int_t)restarts,
                                                "startedAt", (json_int_t)started, "crashes", crash);
+        if (doc && (json_object_set_new(doc, "runUid", json_integer(a->run_uid)) < 0 ||
+                    json_object_set_new(doc, "runGid", json_integer(a->run_gid)) < 0 ||
+                    json_object_set_new(doc, "imageStopSignal", json_integer(a->image_stop_signal)) < 0))
+                return na_error_sys(err, ENOMEM, "app %s: record", a->id);
         _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
         if (!text)
                 return na_error_sys(err, ENOMEM, "app %s: record", a->id);
@@ -95,6 +99,9 @@ int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct n
                 return na_error_sys(err, ENOMEM, "app %s", id);
         }
         a->uid_base = (uint32_t)json_integer_value(json_object_get(doc, "uidBase"));
+        a->run_uid = (uint32_t)json_integer_value(json_object_get(doc, "runUid"));
+        a->run_gid = (uint32_t)json_integer_value(json_object_get(doc, "runGid"));
+        a->image_stop_signal = (int)json_integer_value(json_object_get(doc, "imageStopSignal"));
         a->created_ms = json_integer_value(json_object_get(doc, "createdAt"));
         a->updated_ms = json_integer_value(json_object_get(doc, "updatedAt"));
         a->want_running = json_is_true(json_object_get(doc, "wantRunning"));

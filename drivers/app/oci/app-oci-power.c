@@ -28,6 +28,7 @@
 #include "drivers/app/oci/app-oci-spec.h"
 #include "ring/app-ring.h"
 #include "drivers/app/oci/app-rootfs.h"
+#include "drivers/app/oci/app-user.h"
 #include "drivers/app/oci/app-volume.h"
 
 static void sleep_ms(long ms)
@@ -143,6 +144,15 @@ static int write_bundle(struct app_conn *c, struct app *a, const char *netns, co
                                            "Entrypoint or Cmd",
                                            a->id, d->tmpl.image.name, d->tmpl.image.tag);
         }
+        /* The user, from the image's own files each time (its groups are not kept). */
+        struct app_user user;
+        r = app_image_user(&d->tmpl, &img, a->lower, &user, err);
+        if (r < 0) {
+                app_image_clear(&img);
+                return na_error_prefix(err, "app %s", a->id);
+        }
+        a->run_uid = user.uid; /* op_lock held: an app deployed before users were kept gets them now */
+        a->run_gid = user.gid;
         char rootfs[4200], volume[4200], cgroup[128], bundle[4200];
         app_path_in(a, "rootfs", rootfs, sizeof(rootfs));
         app_path_in(a, "disk/volume", volume, sizeof(volume));
@@ -170,6 +180,10 @@ static int write_bundle(struct app_conn *c, struct app *a, const char *netns, co
                 .volume_dst = d->tmpl.volume_path,
                 .uid_base = a->uid_base,
                 .id_count = 65536,
+                .uid = user.uid,
+                .gid = user.gid,
+                .groups = user.groups,
+                .n_groups = user.n_groups,
                 .cpu_cores = (double)d->plan.cpu_millis / 1000.0,
                 .memory_mb = (uint64_t)d->plan.memory_mb,
                 .pids = d->plan.pids,
@@ -303,15 +317,18 @@ int app_stop_locked(struct app_conn *c, struct app *a, bool kill_now, unsigned g
                         asked = app_monitor_send_line(a->dir, stop->line, &e) == 0;
                         na_error_clear(&e);
                 }
+                /* template.stop, else the image's StopSignal, else SIGTERM. */
+                int sig = stop->kind == PROTO_APP_STOP_LINE ? SIGTERM
+                          : a->deploy->tmpl.stop_given       ? stop->signal
+                          : a->image_stop_signal > 0         ? a->image_stop_signal
+                                                             : SIGTERM;
                 if (!kill_now && !asked) {
-                        int sig = stop->kind == PROTO_APP_STOP_SIGNAL ? stop->signal : SIGTERM;
                         char msg[96];
                         snprintf(msg, sizeof(msg), "stopping: sending %s", proto_app_signal_name(sig));
                         (void)app_ring_append_once(a->dir, APP_RING_SYSTEM, msg, strlen(msg), NULL, &e);
                         na_error_clear(&e);
                 }
                 if (!kill_now && !asked) {
-                        int sig = stop->kind == PROTO_APP_STOP_SIGNAL ? stop->signal : SIGTERM;
                         (void)app_crun_kill(&c->crun, cid, sig, &e);
                         na_error_clear(&e);
                 }

@@ -24,8 +24,10 @@ int app_oci_sftp_target(struct app_conn *c, const char *id, struct app_sftp_targ
         struct app *a = app_get(c, id, err);
         if (!a)
                 return -ENOENT;
-        struct app_sftp_target t = { .uid = a->uid_base, .gid = a->uid_base };
+        struct app_sftp_target t = { 0 };
         pthread_mutex_lock(&a->op_lock);
+        t.uid = a->uid_base + a->run_uid; /* SFTP works as the app's user */
+        t.gid = a->uid_base + a->run_gid;
         int n = snprintf(t.volume_dir, sizeof(t.volume_dir), "%s/disk/volume", a->dir);
         int m = snprintf(t.sftp_username, sizeof(t.sftp_username), "%s",
                          a->deploy && a->deploy->sftp_username ? a->deploy->sftp_username : "");

@@ -88,6 +88,13 @@ static int check(const struct app_oci_input *in, struct na_error *err)
         }
         if (in->uid_base == 0 || in->id_count == 0 || (uint64_t)in->uid_base + in->id_count - 1 >= UINT32_MAX)
                 return BAD("app %s: oci config: the user namespace must map onto host ids above 0", in->id);
+        if (in->uid >= in->id_count || in->gid >= in->id_count)
+                return BAD("app %s: oci config: the user %u:%u lies outside the ids its user namespace maps", in->id,
+                           in->uid, in->gid);
+        for (size_t i = 0; i < in->n_groups; i++)
+                if (in->groups[i] >= in->id_count)
+                        return BAD("app %s: oci config: group %u lies outside the ids its user namespace maps", in->id,
+                                   in->groups[i]);
         if (!(in->cpu_cores > 0.0) || !isfinite(in->cpu_cores) || in->cpu_cores > MAX_CPU_CORES)
                 return BAD("app %s: oci config: cpu cores must be in (0, %g]", in->id, MAX_CPU_CORES);
         if (in->memory_mb == 0 || in->memory_mb > MAX_MEMORY_MB)
@@ -195,8 +202,15 @@ static json_t *process(const struct app_oci_input *in)
         json_t *capset = strv(caps, ARRAY_SIZE(caps));
         json_t *c = json_pack("{s:O, s:O, s:o, s:[], s:[]}", "bounding", capset, "effective", capset, "permitted",
                               capset, "inheritable", "ambient");
-        return json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:[{s:s, s:I, s:I}], s:b, s:i}", "terminal", 0,
-                         "user", "uid", 0, "gid", 0, "args", strv((const char *const *)in->argv, SIZE_MAX), "env",
+        json_t *user = json_pack("{s:I, s:I}", "uid", (json_int_t)in->uid, "gid", (json_int_t)in->gid);
+        if (user && in->n_groups) {
+                json_t *g = json_array();
+                for (size_t i = 0; g && i < in->n_groups; i++)
+                        json_array_append_new(g, json_integer(in->groups[i]));
+                json_object_set_new(user, "additionalGids", g);
+        }
+        return json_pack("{s:b, s:o, s:o, s:o, s:s, s:o, s:[{s:s, s:I, s:I}], s:b, s:i}", "terminal", 0,
+                         "user", user, "args", strv((const char *const *)in->argv, SIZE_MAX), "env",
                          environment(in), "cwd", in->cwd ? in->cwd : "/",
                          "capabilities", c, "rlimits", "type", "RLIMIT_NOFILE", "hard", files, "soft", files,
                          "noNewPrivileges", 1, "oomScoreAdj", APP_OCI_OOM_SCORE_ADJ);

@@ -4,7 +4,7 @@
  *
  * What every app gets:
  *  - process: the command in exec form (never a shell), env "K=V", cwd (default "/"),
- *    uid/gid 0 inside, terminal false, noNewPrivileges, rlimit NOFILE 65536/65536
+ *    the app's uid/gid and supplementary groups inside (app-user.h; root by default), terminal false, noNewPrivileges, rlimit NOFILE 65536/65536
  *    (or the caller's own hard limit when lower: crun sets it inside the user
  *    namespace, where it cannot be raised), oomScoreAdj APP_OCI_OOM_SCORE_ADJ,
  *    Docker's default capabilities minus NET_RAW in the bounding, effective and
@@ -62,6 +62,9 @@ struct app_oci_input {
         const char *volume_src, *volume_dst; /* host dir bind-mounted at volume_dst (default /home/container);
                                                 volume_src NULL: no volume */
         uint32_t uid_base, id_count;         /* user namespace: container 0..id_count-1 -> host uid_base.. */
+        uint32_t uid, gid;                   /* the process's user inside (below id_count); 0: root */
+        const uint32_t *groups;              /* supplementary groups inside (below id_count) */
+        size_t n_groups;
         double cpu_cores;                    /* CPU quota: cores * 100000 per 100000 period; > 0 */
         uint64_t memory_mb;                  /* memory limit, swap limit equal (no swap); > 0 */
         int64_t pids;                        /* <= 0: APP_OCI_DEFAULT_PIDS */

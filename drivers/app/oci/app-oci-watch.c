@@ -17,6 +17,7 @@
 
 #include "common/timeutil.h"
 #include "drivers/app/oci/app-oci-internal.h"
+#include "drivers/app/oci/app-volume.h"
 #include "ring/app-ring.h"
 
 #define TICK_MS 200
@@ -308,6 +309,42 @@ static void resume_all(struct app_conn *c)
         pthread_mutex_unlock(&c->lock);
 }
 
+/*
+ * After resume: the volume of every stopped app whose SFTP login is on is mounted, so
+ * a login after a node reboot finds it (nodeagent-sftpd cannot mount; the files kinds
+ * and app.sftp.set mount on demand themselves). Apps are prepended and never freed
+ * while the connection is open: the walk from the head taken under the lock is stable.
+ */
+static void mount_stopped(struct app_conn *c)
+{
+        pthread_mutex_lock(&c->lock);
+        struct app *head = c->apps;
+        pthread_mutex_unlock(&c->lock);
+        for (struct app *a = head; a && !__atomic_load_n(&c->quit, __ATOMIC_ACQUIRE); a = a->next) {
+                /* Never wait here: a job holding op_lock may wait for an exit this thread records
+                 * (and a job on the app mounts what it needs itself). */
+                if (pthread_mutex_trylock(&a->op_lock) != 0)
+                        continue;
+                pthread_mutex_lock(&a->st_lock);
+                bool skip = a->removed || a->want_running || !a->deploy || !a->deploy->tmpl.file_access;
+                pthread_mutex_unlock(&a->st_lock);
+                if (!skip && app_oci_sftp_enabled(a) && !app_monitor_alive(a->dir, NULL)) {
+                        char img[4200], disk[4200];
+                        app_path_in(a, "disk.img", img, sizeof(img));
+                        app_path_in(a, "disk", disk, sizeof(disk));
+                        bool mounted = false;
+                        struct na_error e = NA_ERROR_INIT;
+                        int r = app_volume_is_mounted(disk, &mounted, &e);
+                        if (r >= 0 && !mounted)
+                                r = app_volume_mount(img, disk, &e);
+                        if (r < 0)
+                                system_line(a, "mount the volume for SFTP after the node's restart: %s", e.message);
+                        na_error_clear(&e);
+                }
+                pthread_mutex_unlock(&a->op_lock);
+        }
+}
+
 static void *watch_main(void *userdata)
 {
         struct app_conn *c = userdata;
@@ -319,6 +356,7 @@ static void *watch_main(void *userdata)
                 if (!resumed && __atomic_load_n(&c->resumed, __ATOMIC_ACQUIRE)) {
                         resumed = true;
                         resume_all(c);
+                        mount_stopped(c);
                 }
                 struct epoll_event ev[32];
                 int n = epoll_wait(c->epfd, ev, 32, TICK_MS);

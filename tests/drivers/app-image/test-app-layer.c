@@ -120,8 +120,6 @@ static void test_hostile_layers_are_refused(void **state)
                 { "hard link absolute", { { T_HARDLINK, "l", "/etc/passwd" } }, 1, "l" },
                 { "hard link through a symlink",
                   { { T_SYMLINK, "evil", "/etc" }, { T_HARDLINK, "l", "evil/passwd" } }, 2, "l" },
-                { "character device", { { T_CHR, "dev-null" } }, 1, "dev-null" },
-                { "block device", { { T_BLK, "dev-sda" } }, 1, "dev-sda" },
                 { "under an in-root symlink",
                   { { T_DIR, "d" }, { T_SYMLINK, "s", "d" }, { T_FILE, "s/x", .data = "x" } }, 3, "s/x" },
                 { "hard link through an in-root symlink",
@@ -152,6 +150,43 @@ static void test_hostile_layers_are_refused(void **state)
         free(abs_canary_x);
         free(up3_path);
         free(abs_path);
+}
+
+static void on_skip(void *userdata, const char *path)
+{
+        char *names = userdata;
+        strcat(names, path);
+        strcat(names, ";");
+}
+
+/* Device nodes (what mmdebstrap's roots hold under /dev) are skipped and named, never a refusal. */
+static void test_device_nodes_are_skipped(void **state)
+{
+        struct fixture *f = *state;
+        reset_root(f);
+        const struct tar_entry e[] = {
+                { T_DIR, "dev", .mode = 0755 },
+                { T_CHR, "dev/null" },
+                { T_BLK, "dev/sda" },
+                { T_FILE, "etc/after", .data = "the rest of the layer" },
+        };
+        char *tar = write_tar(f->dir, "layer.tar", e, ARRAY_SIZE(e));
+        char names[256] = "";
+        struct app_layer_opts opts = { .on_skip = on_skip, .userdata = names };
+        int root_fd = open(f->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd = open(tar, O_RDONLY | O_CLOEXEC);
+        struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(app_layer_apply(root_fd, fd, &opts, &err), 0);
+        close(fd);
+        assert_string_equal(names, "dev/null;dev/sda;");
+        struct stat st;
+        assert_int_equal(fstatat(root_fd, "dev/null", &st, AT_SYMLINK_NOFOLLOW), -1);
+        assert_int_equal(fstatat(root_fd, "etc/after", &st, AT_SYMLINK_NOFOLLOW), 0);
+        /* Without a listener: skipped all the same. */
+        reset_root(f);
+        close(root_fd);
+        assert_int_equal(apply(f, tar, &err), 0);
+        free(tar);
 }
 
 static void test_what_a_layer_may_hold(void **state)
@@ -390,6 +425,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hostile_layers_are_refused),
                 cmocka_unit_test(test_what_a_layer_may_hold),
+                cmocka_unit_test(test_device_nodes_are_skipped),
                 cmocka_unit_test(test_whiteouts_in_one_root),
                 cmocka_unit_test(test_digest_checked_while_reading),
                 cmocka_unit_test(test_nul_in_a_pax_name_ends_it),

@@ -87,6 +87,25 @@ static json_t *mount_at(json_t *cfg, const char *dst)
         return NULL;
 }
 
+/* The image's user (app-user.h) inside the namespace, with its supplementary groups. */
+static void test_config_user(void **state)
+{
+        (void)state;
+        static const uint32_t groups[] = { 103, 29 };
+        struct app_oci_input in = input();
+        in.uid = 101, in.gid = 104, in.groups = groups, in.n_groups = 2;
+        json_t *cfg = config(&in);
+        assert_int_equal(num(cfg, "process.user.uid"), 101);
+        assert_int_equal(num(cfg, "process.user.gid"), 104);
+        assert_int_equal(num(cfg, "process.user.additionalGids.0"), 103);
+        assert_int_equal(num(cfg, "process.user.additionalGids.1"), 29);
+        json_decref(cfg);
+        in = input();
+        cfg = config(&in);
+        assert_null(at(cfg, "process.user.additionalGids")); /* root, no groups: none written */
+        json_decref(cfg);
+}
+
 static void test_config_golden(void **state)
 {
         struct app_oci_input in = input();
@@ -244,6 +263,9 @@ static void test_config_refusals(void **state)
         in = input(), in.volume_dst = "/", refused(in, "volume at /");
         in = input(), in.volume_dst = "/a//b", refused(in, "volume //");
         in = input(), in.uid_base = 0, refused(in, "host root mapped");
+        in = input(), in.uid = 65536, refused(in, "a user past the mapped ids");
+        static const uint32_t far_groups[] = { 29, 70000 };
+        in = input(), in.groups = far_groups, in.n_groups = 2, refused(in, "a group past the mapped ids");
         in = input(), in.id_count = 0, refused(in, "no ids");
         in = input(), in.uid_base = UINT32_MAX - 10, refused(in, "ids past the end");
         in = input(), in.cpu_cores = 0, refused(in, "no cpu");
@@ -450,6 +472,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_config_golden),    cmocka_unit_test(test_config_options),
                 cmocka_unit_test(test_config_refusals),  cmocka_unit_test(test_seccomp),
+                cmocka_unit_test(test_config_user),
                 cmocka_unit_test(test_names),            cmocka_unit_test(test_crun_state_parse),
                 cmocka_unit_test(test_cgroup_layout),
         };

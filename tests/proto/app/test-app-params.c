@@ -455,7 +455,7 @@ static void test_deploy_same(void **state)
         set_path(m2, "template.fileAccess", json_true());
         set_path(m2, "template.customCommand", json_false());
         set_path(m2, "template.volumePath", json_string("/home/container"));
-        set_path(m2, "template.stop", J("{\"signal\": 15}"));
+        set_path(m2, "template.stop", json_null()); /* null is not given: the image's StopSignal */
         set_path(m2, "template.env", J("{}"));
         set_path(m2, "plan.pids", json_integer(512));
         set_path(m2, "plan.cpuCores", json_real(1.0));
@@ -478,6 +478,8 @@ static void test_deploy_same(void **state)
                 { "template.fileAccess", "false" }, { "template.env", "{\"A\": \"1\"}" },
                 { "template.volumePath", "\"/data\"" }, { "template.stop", "{\"signal\": \"SIGINT\"}" },
                 { "template.stop", "{\"line\": \"stop\"}" }, { "template.startedPattern", "\"ready\"" },
+                { "template.stop", "{\"signal\": \"SIGTERM\"}" }, /* given, against the image's StopSignal */
+                { "template.user", "\"postgres\"" }, { "template.user", "\"1000:1000\"" },
                 { "template.ports", "[80]" },    { "plan.id", "\"p\"" },
                 { "plan.cpuCores", "1.01" },     { "plan.memoryMB", "513" },
                 { "plan.volumeQuotaMB", "1025" }, { "plan.pids", "513" },

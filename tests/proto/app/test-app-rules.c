@@ -71,6 +71,29 @@ static void test_volume_path(void **state)
         assert_non_null(proto_app_volume_path_problem(NULL));
 }
 
+static void test_user_and_signal_parse(void **state)
+{
+        (void)state;
+        const char *good[] = { "postgres", "1000", "1000:1000", "postgres:postgres", "0:0", "65535:65535", "www-data",
+                               "_apt", "user.name", "x$", "a:1" };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+                if (proto_app_user_problem(good[i]))
+                        fail_msg("%s refused: %s", good[i], proto_app_user_problem(good[i]));
+        const char *bad[] = { "", ":", "a:", ":a", "a:b:c", "65536", "1:65536", "-a", "a b", "a/b", "$a",
+                              "abcdefghijabcdefghijabcdefghijabc", "a\nb", "99999999999999999999" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                if (!proto_app_user_problem(bad[i]))
+                        fail_msg("\"%s\" accepted", bad[i]);
+        assert_non_null(proto_app_user_problem(NULL));
+        assert_int_equal(proto_app_signal_parse("SIGINT"), SIGINT);
+        assert_int_equal(proto_app_signal_parse("INT"), SIGINT);
+        assert_int_equal(proto_app_signal_parse("2"), SIGINT);
+        assert_int_equal(proto_app_signal_parse("SIGRTMIN+3"), 0);
+        assert_int_equal(proto_app_signal_parse("99"), 0);
+        assert_int_equal(proto_app_signal_parse(""), 0);
+        assert_int_equal(proto_app_signal_parse(NULL), 0);
+}
+
 static double now_s(void)
 {
         struct timespec ts;
@@ -175,6 +198,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hostname),      cmocka_unit_test(test_sftp_username),
                 cmocka_unit_test(test_volume_path),   cmocka_unit_test(test_pattern),
+                cmocka_unit_test(test_user_and_signal_parse),
                 cmocka_unit_test(test_env_name_and_signals), cmocka_unit_test(test_text_json),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
