@@ -21,7 +21,8 @@
  */
 #define AGENT_OOM_SCORE_ADJ (-900)
 
-static void oom_protect(void)
+/* Fills why (when it is not empty) with what to log once the start is past its refusals. */
+static void oom_protect(char *why, size_t wlen)
 {
         int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
         if (fd < 0)
@@ -32,9 +33,8 @@ static void oom_protect(void)
                 char v[16];
                 int len = snprintf(v, sizeof(v), "%d", AGENT_OOM_SCORE_ADJ);
                 if (pwrite(fd, v, (size_t)len, 0) != len)
-                        log_warn("oom_score_adj stays %d (setting %d: %s): the OOM killer may pick the agent "
-                                 "before an app",
-                                 atoi(buf), AGENT_OOM_SCORE_ADJ, strerror(errno));
+                        snprintf(why, wlen, "oom_score_adj stays %d (setting %d: %s): the OOM killer may pick the "
+                                 "agent before an app", atoi(buf), AGENT_OOM_SCORE_ADJ, strerror(errno));
         }
         close(fd);
 }
@@ -105,7 +105,8 @@ int main(int argc, char **argv)
                 return 0;
         }
 
-        oom_protect(); /* before anything is forked: they all inherit it */
+        char oom_why[256] = "";
+        oom_protect(oom_why, sizeof(oom_why)); /* before anything is forked: they all inherit it */
         /* The exec helper must be forked while the process has one thread and no filter. */
         if (config_sandbox(cfg) == AGENT_SANDBOX_STRICT && na_spawnd_start(NULL, &err) < 0) {
                 log_error("cannot start: %s", err.message);
@@ -123,6 +124,9 @@ int main(int argc, char **argv)
                  * it, so the unit's RestartPreventExitStatus=2 applies. */
                 return r == -EPROTONOSUPPORT ? 2 : 1;
         }
+        /* Said once the start is past its refusals (each of those is one line on stderr). */
+        if (oom_why[0])
+                log_warn("%s", oom_why);
         int code = agent_run(agent);
         agent_free(agent);
         return code;
