@@ -42,7 +42,9 @@ def sparse(path, size, pieces=()):
 
 def deploy(s, quota=64):
     app = str(uuid.uuid4())
-    ok(app_job(s, "app.deploy", app, deploy_params(plan={"volumeQuotaMB": quota}), timeout=120))
+    # A hostname (and sftpUsername) is one app's on a node: each app its own.
+    ok(app_job(s, "app.deploy", app, deploy_params(hostname="b" + app[:8], plan={"volumeQuotaMB": quota}),
+               timeout=120))
     return app
 
 
