@@ -526,7 +526,10 @@ def agent_conf(s):
     subprocess.run([sys.executable, MKIMAGE, "--layout", os.path.join(images, "busybox"), "--tag", "1"],
                    check=True, capture_output=True)
     return {"agent": {"log_level": "warn"},
-            "apps": {"images_dir": images, "monitor": MONITOR, "restart_stagger_sec": "0"}}
+            # The output part measures the output path, not [apps] output_lines_per_sec
+            # (default 1000 lines a second): the highest rate the key allows.
+            "apps": {"images_dir": images, "monitor": MONITOR, "restart_stagger_sec": "0",
+                     "output_lines_per_sec": "1000000"}}
 
 
 def main():
