@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -86,9 +87,15 @@ int sftpd_confine(uint32_t uid, uint32_t gid, char *why, size_t why_len)
                 snprintf(why, why_len, "drop to %u:%u did not hold", uid, gid);
                 return -EPERM;
         }
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+        /* The change of ids cleared the parent-death signal: the session ends with its listener. */
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
+            prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
                 snprintf(why, why_len, "prctl: %s", strerror(errno));
                 return -errno;
+        }
+        if (getppid() == 1) {
+                snprintf(why, why_len, "the listener is gone");
+                return -ESRCH;
         }
         scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
         if (!ctx) {

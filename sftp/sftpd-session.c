@@ -2,9 +2,12 @@
  * One SFTP connection in its own process (sftpd.h, sftpd_session): the key exchange,
  * the login (password or public key, against the user's credentials file read at
  * this moment), the session channel and its "sftp" subsystem request (nothing else:
- * no shell, exec, pty, forwarding), then the volume's root is opened, the process
- * confined (sftpd-confine.c) and SFTP served. Every failure is reported to the
- * listener for its limits; logins, refusals and logouts are one stderr line each.
+ * no shell, exec, pty, forwarding), then the login is reported to the listener, the
+ * credentials file checked once more, the volume's root opened, the process confined
+ * (sftpd-confine.c) and SFTP served until the client leaves or is idle too long. The
+ * process' data is capped (RLIMIT_DATA, --session-memory-mb) from the fork on. Every
+ * failure is reported to the listener for its limits; logins, refusals and logouts
+ * are one stderr line each.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +15,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -68,21 +74,33 @@ static bool printable_user(const char *s)
 }
 
 /*
- * Whether user may log in now (file present, enabled, file access, not refused by the
- * limits); fills l->u when present. why says what was refused.
+ * A user with too many failed logins is delayed, never refused (sftp-ratelimit.h): the
+ * attempt waits here (within the login grace time) before it is checked.
  */
-static bool user_allowed(const struct sftpd_config *cfg, const struct sftp_ratelimit *rl, const char *user,
-                         struct login *l, const char **why)
+static void delay_user(const struct sftp_ratelimit *users, const char *peer, const char *user)
+{
+        if (!printable_user(user))
+                return;
+        char key[96];
+        snprintf(key, sizeof(key), "user:%s", user);
+        unsigned wait = sftp_ratelimit_wait(users, key, time(NULL));
+        if (!wait)
+                return;
+        say("sftpd: user=%s from=%s: login delayed %u s after too many failed logins", user, peer, wait);
+        struct timespec ts = { .tv_sec = wait };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+/*
+ * Whether user may log in now (file present, enabled, file access); fills l->u when
+ * present. why says what was refused.
+ */
+static bool user_allowed(const struct sftpd_config *cfg, const char *user, struct login *l, const char **why)
 {
         sftp_user_clear(&l->u);
         if (!printable_user(user)) {
                 *why = "not a valid user name";
-                return false;
-        }
-        char key[96];
-        snprintf(key, sizeof(key), "user:%s", user);
-        if (sftp_ratelimit_blocked(rl, key, time(NULL))) {
-                *why = "too many failed logins for this user; try again later";
                 return false;
         }
         struct na_error err = NA_ERROR_INIT;
@@ -103,16 +121,19 @@ static bool user_allowed(const struct sftpd_config *cfg, const struct sftp_ratel
         return true;
 }
 
-static void failed(int report_fd, const char *peer, const char *user, const char *app, const char *why)
+static void failed(struct sftp_ratelimit *users, int report_fd, const char *peer, const char *user, const char *app,
+                   const char *why)
 {
         say("sftpd: refused app=%s user=%s from=%s: %s", app ? app : "-", printable_user(user) ? user : "?", peer,
             why);
-        char key[96];
-        snprintf(key, sizeof(key), "addr:%s", peer);
+        char key[96], source[INET6_ADDRSTRLEN + 8];
+        (void)sftp_admit_source(peer, source, sizeof(source));
+        snprintf(key, sizeof(key), "addr:%s", source);
         sftpd_report_failure(report_fd, key);
         if (printable_user(user)) {
                 snprintf(key, sizeof(key), "user:%s", user);
                 sftpd_report_failure(report_fd, key);
+                (void)sftp_ratelimit_fail(users, key, time(NULL)); /* this process' next try waits too */
         }
 }
 
@@ -124,7 +145,7 @@ static void failed(int report_fd, const char *peer, const char *user, const char
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 static int authenticate(const struct sftpd_config *cfg, ssh_session session, const char *peer,
-                        const struct sftp_ratelimit *rl, int report_fd, struct login *l, const char **method)
+                        struct sftp_ratelimit *users, int report_fd, struct login *l, const char **method)
 {
         int tries = 0;
         ssh_set_auth_methods(session, SSH_AUTH_METHOD_PASSWORD | SSH_AUTH_METHOD_PUBLICKEY);
@@ -142,7 +163,8 @@ static int authenticate(const struct sftpd_config *cfg, ssh_session session, con
                 int sub = ssh_message_subtype(m);
                 if (sub == SSH_AUTH_METHOD_PASSWORD) {
                         tries++;
-                        bool allowed = user_allowed(cfg, rl, user, l, &why);
+                        delay_user(users, peer, user);
+                        bool allowed = user_allowed(cfg, user, l, &why);
                         const char *hash = allowed && l->u.password_hash ? l->u.password_hash : dummy_hash;
                         bool match = sftp_password_matches(ssh_message_auth_password(m), hash);
                         if (allowed && l->u.password_hash && match) {
@@ -152,13 +174,15 @@ static int authenticate(const struct sftpd_config *cfg, ssh_session session, con
                                 ssh_message_free(m);
                                 return 0;
                         }
-                        failed(report_fd, peer, user, allowed ? l->u.app_id : NULL,
+                        failed(users, report_fd, peer, user, allowed ? l->u.app_id : NULL,
                                why ? why : l->u.password_hash ? "wrong password" : "no password set");
                 } else if (sub == SSH_AUTH_METHOD_PUBLICKEY) {
-                        bool allowed = user_allowed(cfg, rl, user, l, &why);
+                        int state = ssh_message_auth_publickey_state(m);
+                        if (state != SSH_PUBLICKEY_STATE_NONE) /* a signed attempt, not a question */
+                                delay_user(users, peer, user);
+                        bool allowed = user_allowed(cfg, user, l, &why);
                         ssh_key key = ssh_message_auth_pubkey(m);
                         bool listed = allowed && key && sftp_key_listed(key, l->u.public_keys, l->u.n_keys);
-                        int state = ssh_message_auth_publickey_state(m);
                         if (listed && state == SSH_PUBLICKEY_STATE_NONE) {
                                 ssh_message_auth_reply_pk_ok_simple(m); /* the client then signs */
                                 ssh_message_free(m);
@@ -173,7 +197,7 @@ static int authenticate(const struct sftpd_config *cfg, ssh_session session, con
                         }
                         tries++;
                         if (!allowed || state == SSH_PUBLICKEY_STATE_WRONG)
-                                failed(report_fd, peer, user, allowed ? l->u.app_id : NULL,
+                                failed(users, report_fd, peer, user, allowed ? l->u.app_id : NULL,
                                        why ? why : "bad key signature");
                         else
                                 say("sftpd: key not accepted app=%s user=%s from=%s", l->u.app_id, user, peer);
@@ -229,10 +253,52 @@ static int volume_mounted(int root_fd, const char *dir)
         return a.st_dev != b.st_dev ? 0 : -ENOTDIR;
 }
 
+/* What SIGALRM writes when a logged-in session has been idle too long (set before it is armed). */
+static char idle_line[512];
+static size_t idle_len;
+
+static void on_idle(int sig)
+{
+        (void)sig;
+        (void)!write(STDERR_FILENO, idle_line, idle_len);
+        _exit(0);
+}
+
+/*
+ * After the login is reported to the listener, the credentials file once more: the
+ * agent writes it before it asks the listener to end the app's sessions, so a session
+ * that read it before a change either sees the change here or was reported in time
+ * to be ended (sftpd-main.c, control_one).
+ */
+static bool still_granted(const struct sftpd_config *cfg, const struct login *l)
+{
+        struct sftp_user now = { 0 };
+        struct na_error err = NA_ERROR_INIT;
+        bool same = sftp_user_load(cfg->users_dir, l->user, &now, &err) == 0 && sftp_user_equal(&now, &l->u);
+        na_error_clear(&err);
+        sftp_user_clear(&now);
+        return same;
+}
+
 int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const char *peer,
-                  const struct sftp_ratelimit *rl, int report_fd)
+                  struct sftp_ratelimit *users, int report_fd)
 {
         char why[256] = "";
+        /*
+         * Whatever a client makes it hold (libssh's buffers, replies) stays under this.
+         * Not in AddressSanitizer builds: its shadow memory, mapped at start, is already
+         * far over any such limit.
+         */
+        struct rlimit lim = { .rlim_cur = (rlim_t)cfg->memory_mb << 20, .rlim_max = (rlim_t)cfg->memory_mb << 20 };
+#ifdef __SANITIZE_ADDRESS__
+        (void)lim;
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
+#else
+        if (setrlimit(RLIMIT_DATA, &lim) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
+#endif
+                say("sftpd: connection from %s refused: limits: %s", peer, strerror(errno));
+                return 1;
+        }
         if (sftpd_confine_preauth(why, sizeof(why)) < 0) {
                 say("sftpd: connection from %s refused: %s", peer, why);
                 return 1;
@@ -247,7 +313,7 @@ int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const cha
         }
         struct login l = { 0 };
         const char *method = "?";
-        if (authenticate(cfg, session, peer, rl, report_fd, &l, &method) < 0) {
+        if (authenticate(cfg, session, peer, users, report_fd, &l, &method) < 0) {
                 sftp_user_clear(&l.u);
                 return 1;
         }
@@ -258,9 +324,17 @@ int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const cha
                 return 1;
         }
         alarm(0);
+        char line[160];
+        int len = snprintf(line, sizeof(line), "A %d %s\n", (int)getpid(), l.u.app_id);
+        if (len > 0 && (size_t)len < sizeof(line))
+                (void)!write(report_fd, line, (size_t)len); /* one write below PIPE_BUF: atomic */
         struct app_fs *fs = NULL;
         struct na_error err = NA_ERROR_INIT;
-        int r = app_fs_open(l.u.volume_dir, l.u.uid, l.u.gid, &fs, &err);
+        int r = still_granted(cfg, &l) ? 0
+                                       : na_error_set(&err, EACCES, NA_E_INVALID_STATE,
+                                                      "the app's SFTP access changed during the login");
+        if (r >= 0)
+                r = app_fs_open(l.u.volume_dir, l.u.uid, l.u.gid, &fs, &err);
         if (r >= 0 && volume_mounted(app_fs_root_fd(fs), l.u.volume_dir) < 0)
                 r = na_error_set(&err, ENOTDIR, NA_E_INTERNAL, "the app's volume is not mounted (start the app)");
         if (r >= 0 && sftpd_confine(l.u.uid, l.u.gid, why, sizeof(why)) < 0)
@@ -276,8 +350,14 @@ int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const cha
         }
         say("sftpd: login app=%s user=%s from=%s method=%s%s", l.u.app_id, l.user, peer, method,
             l.u.read_only ? " read-only" : "");
+        int n = snprintf(idle_line, sizeof(idle_line), "sftpd: logout app=%s user=%s from=%s: idle for %u s; closed\n",
+                         l.u.app_id, l.user, peer, cfg->idle_sec);
+        idle_len = n > 0 ? (size_t)n < sizeof(idle_line) ? (size_t)n : sizeof(idle_line) - 1 : 0;
+        struct sigaction sa = { .sa_handler = on_idle };
+        sigaction(SIGALRM, &sa, NULL);
         struct sftpd_stats st = { 0 };
-        r = sftpd_serve(session, chan, fs, l.u.read_only, l.u.uid, &st);
+        r = sftpd_serve(session, chan, fs, l.u.read_only, l.u.uid, cfg->idle_sec, &st);
+        alarm(0);
         say("sftpd: logout app=%s user=%s from=%s read=%llu written=%llu%s", l.u.app_id, l.user, peer,
             (unsigned long long)st.bytes_read, (unsigned long long)st.bytes_written, r < 0 ? " (connection lost)" : "");
         ssh_channel_request_send_exit_status(chan, r < 0 ? 1 : 0);

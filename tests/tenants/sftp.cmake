@@ -1,0 +1,4 @@
+# SFTP tenants (issue 20, attacks 1, 2, 6, 9): the limiter and admission logic in cmocka,
+# and each attack against the real agent and nodeagent-sftpd with OpenSSH's clients.
+na_cmocka_test(test-sftp-tenant-limits SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-sftp-tenant-limits.c
+               LIBS nasftp nacommon LABELS unit app)
