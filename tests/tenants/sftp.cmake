@@ -2,3 +2,4 @@
 # and each attack against the real agent and nodeagent-sftpd with OpenSSH's clients.
 na_cmocka_test(test-sftp-tenant-limits SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-sftp-tenant-limits.c
                LIBS nasftp nacommon LABELS unit app)
+na_python_cases(tenants-sftp ${CMAKE_CURRENT_LIST_DIR}/test_sftp_tenants.py TIMEOUT 300 LABELS apps)
