@@ -9,8 +9,9 @@
  *                   [--session-memory-mb 128]
  *
  * The listener generates the ED25519 host key at first start (0600), accepts
- * connections and forks one process per connection (sftpd-session.c), which reports
- * each failed login and its own login over a pipe. Unauthenticated connections are
+ * connections and forks one process per connection (sftpd-session.c: a root monitor,
+ * sftpd-monitor.c, and an unprivileged network half it forks), which reports each
+ * failed login and its own login over a pipe. Unauthenticated connections are
  * counted apart from logged-in sessions: per source (an IPv4 address, an IPv6 /64) and
  * in all with random early drop (sftp-admit.h); logged-in sessions up to
  * --max-sessions. Failures are counted per source and per user (sftp-ratelimit.h): a
@@ -215,7 +216,7 @@ static void logged_in(struct listener *L, char *line)
         if (count(L, true, NULL) >= L->cfg->max_sessions) {
                 fprintf(stderr, "sftpd: app=%s from=%s: too many sessions (%u); closed\n", end + 1, sl->source,
                         L->cfg->max_sessions);
-                kill(sl->pid, SIGKILL);
+                kill(sl->pid, SIGTERM);
         }
         sl->authed = true;
         snprintf(sl->app, sizeof(sl->app), "%s", end + 1);
@@ -272,8 +273,9 @@ static void reap(struct listener *L)
 
 /*
  * The agent's control socket (root only, beside the host key): one request a
- * connection, "K <app id>\n": every session of the app is killed and reaped (its
- * files closed) before the answer "OK <n>\n". Sessions report their login before they
+ * connection, "K <app id>\n": every session of the app is ended and reaped before
+ * the answer "OK <n>\n" (its monitor, on SIGTERM, kills and reaps its network half
+ * first, so the session's files are closed). Sessions report their login before they
  * read their credentials file a last time, so one that read it before the agent
  * changed it is known here when the agent asks (sftpd-session.c).
  */
@@ -330,7 +332,8 @@ static void control_one(struct listener *L, int lfd)
                 struct slot *sl = &L->slots[i];
                 if (sl->pid <= 0 || !sl->authed || !streq(sl->app, app))
                         continue;
-                kill(sl->pid, SIGKILL);
+                /* SIGTERM: the monitor kills its network half and reaps it before it exits. */
+                kill(sl->pid, SIGTERM);
                 while (waitpid(sl->pid, NULL, 0) < 0 && errno == EINTR)
                         ;
                 fprintf(stderr, "sftpd: app=%s from=%s: session ended (credentials changed, disabled or deleted)\n",
@@ -419,6 +422,16 @@ int main(int argc, char **argv)
         sigaction(SIGINT, &sa, NULL);
         if (host_key(cfg.host_key) < 0)
                 return 1;
+        /* The network halves' root: an empty directory beside the host key (0700 above it). */
+        static char empty[PATH_MAX];
+        snprintf(empty, sizeof(empty), "%s", cfg.host_key);
+        char *slash = strrchr(empty, '/');
+        snprintf(slash + 1, sizeof(empty) - (size_t)(slash + 1 - empty), "empty");
+        if (mkdir(empty, 0755) < 0 && errno != EEXIST) {
+                fprintf(stderr, "sftpd: %s: %s\n", empty, strerror(errno));
+                return 1;
+        }
+        cfg.empty_dir = empty;
         ssh_init();
         ssh_bind b = ssh_bind_new();
         if (!b || set_algorithms(b, &cfg) < 0)
@@ -486,12 +499,7 @@ int main(int argc, char **argv)
                         if (control >= 0)
                                 close(control);
                         ssh_bind_free(b);
-                        int code = sftpd_session(&cfg, s, peer, &users, pipefd[1]);
-                        /* After a served session the client closes the connection itself (as with
-                         * OpenSSH's sshd); a refused one gets a disconnect message. */
-                        if (code != 0)
-                                ssh_disconnect(s);
-                        _exit(code);
+                        _exit(sftpd_session(&cfg, s, peer, &users, pipefd[1]));
                 }
                 struct slot *sl = pid > 0 ? slot_of(&L, 0) : NULL; /* admit() saw a free one */
                 if (sl) {

@@ -10,6 +10,9 @@
 #include <libssh/server.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+#include "common/macro.h"
 
 #include "sftp/sftp-admit.h"
 #include "sftp/sftp-ratelimit.h"
@@ -22,6 +25,7 @@ struct sftpd_config {
         const char *users_dir;
         const char *host_key;
         const char *control;        /* the agent's control socket (sftpd-main.c), or NULL */
+        const char *empty_dir;      /* the network half's root: empty, root's (beside the host key) */
         unsigned max_failures, window_sec, block_sec;
         unsigned user_delay_max_sec; /* a user's failures delay its logins up to this, never refuse them */
         unsigned login_grace_sec;    /* from accept to the sftp subsystem */
@@ -39,18 +43,29 @@ struct sftpd_config {
  */
 void sftpd_report_failure(int report_fd, const char *key);
 
+/* One line on stderr (the agent's log). */
+void sftpd_say(const char *fmt, ...) _printf_(1, 2);
+
 /*
- * One connection, in its own process: key exchange, login (password or key against
- * users_dir/<user>.json), then the sftp subsystem served confined. users is the
- * listener's table of users' failures as it was at fork (this process' own copy: its
- * own failures are added to it). Returns the process' exit code.
+ * One connection, in two processes as in OpenSSH: this one, the monitor
+ * (sftpd-monitor.c: root, credentials, the volume, never the network), and the
+ * network half it forks (sftpd-session.c: key exchange and login as nobody in a user
+ * namespace, an empty root and an allow-list, then the sftp subsystem served as the
+ * app's uid over the volume's root fd the monitor hands it). users is the listener's
+ * table of users' failures as it was at fork (this process' own copy: its own
+ * failures are added to it). Returns the process' exit code.
  */
 int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const char *peer,
                   struct sftp_ratelimit *users, int report_fd);
+/* The monitor's loop over chan until the network half net is gone; its exit code. */
+int sftpd_monitor(const struct sftpd_config *cfg, const char *peer, struct sftp_ratelimit *users, int report_fd,
+                  int chan, pid_t net);
 
-/* At fork, before the key exchange: a deny-list filter (no exec, sockets, mounts, ptrace, ...). */
+/* The monitor, at fork: a deny-list filter (no exec, sockets, mounts, ptrace, ...). */
 int sftpd_confine_preauth(char *why, size_t why_len);
-/* Drop to uid:gid for good, no new privileges, and load the seccomp allow-list. */
+/* The network half, once nobody in its namespaces: dies with the monitor, no new privileges, the allow-list. */
+int sftpd_confine_net(char *why, size_t why_len);
+/* Drop to uid:gid for good, no capabilities, no new privileges, and load the session's allow-list. */
 int sftpd_confine(uint32_t uid, uint32_t gid, char *why, size_t why_len);
 
 struct sftpd_stats {

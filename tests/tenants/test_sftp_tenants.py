@@ -81,10 +81,21 @@ def listener():
     return None
 
 
+def children(pid):
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and ppid_of(p) == pid]
+
+
 def sessions():
-    """The listener's session processes."""
-    lst = listener()
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and ppid_of(p) == lst]
+    """The listener's session processes (one a connection: its monitor)."""
+    return children(listener())
+
+
+def tree(pid):
+    """pid and its descendants (a session's monitor and network half)."""
+    out = [pid]
+    for c in children(pid):
+        out += tree(c)
+    return out
 
 
 def status_kb(pid, field):
@@ -231,7 +242,8 @@ def read_flood(s):
     mine = [p for p in sessions() if p not in before]
     check(len(mine) == 1, ("one session process", mine))
     pid = mine[0]
-    idle_rss, idle_data = status_kb(pid, "VmRSS"), status_kb(pid, "VmData")
+    idle_rss = sum(status_kb(p, "VmRSS") for p in tree(pid))
+    idle_data = sum(status_kb(p, "VmData") for p in tree(pid))
     h = raw.open("big.bin", 1)
     n = int(os.environ.get("SFTP_TENANT_READS", "45000"))
     reqs = b"".join(struct.pack(">IBI", 21 + len(h), 5, 1000 + i) + Raw.s(h) + struct.pack(">QI", 0, 256 * 1024)
@@ -248,15 +260,18 @@ def read_flood(s):
     peak = 0
     end = time.monotonic() + 8
     while time.monotonic() < end and os.path.exists(f"/proc/{pid}"):
-        peak = max(peak, status_kb(pid, "VmHWM"), status_kb(pid, "VmRSS"))
+        procs = tree(pid)
+        peak = max(peak, sum(status_kb(p, "VmRSS") for p in procs), *(status_kb(p, "VmHWM") for p in procs))
         time.sleep(0.1)
-    print(f"session {pid}: VmRSS {idle_rss} kB (VmData {idle_data} kB) after login; peak {peak} kB over 8 s "
+    print(f"session {pid} ({len(tree(pid))} processes): VmRSS {idle_rss} kB (VmData {idle_data} kB) after login; "
+          f"peak {peak} kB over 8 s "
           f"under {n} pipelined 256 KiB READs ({len(reqs)} bytes of requests, replies unread)")
     check(os.path.exists(f"/proc/{pid}"), "the session ended before its idle timeout")
     check(peak < 64 * 1024, f"the session grew to {peak} kB")
     # Each session's data is capped ([apps] sftp_session_memory_mb, 128 MiB; not under ASan).
-    limits = [line.split() for line in open(f"/proc/{pid}/limits") if line.startswith("Max data size")][0]
-    check(sanitized() or limits[3:5] == [str(128 << 20)] * 2, limits)
+    for p in tree(pid):
+        limits = [line.split() for line in open(f"/proc/{p}/limits") if line.startswith("Max data size")][0]
+        check(sanitized() or limits[3:5] == [str(128 << 20)] * 2, limits)
     # The neighbour's session works meanwhile, and the flooding one ends with its idle timeout.
     b = str(uuid.uuid4())
     bkey, _ = deploy_with_key(s, b, "calm")
@@ -385,5 +400,59 @@ def user_delayed(s):
     clean_log(s)
 
 
+def status_field(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return line.split()[1:]
+    return []
+
+
+@needs("root")
+@with_setup(agent_conf=conf)
+def privsep(s):
+    """Before login the network-facing process is not root: nobody in its own user namespace, an
+    empty root, an allow-list; only its monitor (no network) is root. After login it runs as the
+    app's uid with no capability."""
+    need_root()
+    wait_for(listening, 10, "nodeagent-sftpd listening")
+    a = str(uuid.uuid4())
+    key, _ = deploy_with_key(s, a, "sep")
+    before = set(sessions())
+    c = socket.create_connection(("127.0.0.1", PORT))
+    check(c.recv(4).startswith(b"SSH-"), "no banner")
+    wait_for(lambda: [p for p in sessions() if p not in before], 5, "the connection's process")
+    mon = [p for p in sessions() if p not in before][0]
+    wait_for(lambda: children(mon), 5, "the network half")
+    net = children(mon)[0]
+    print(f"before login: monitor {mon} uid {status_field(mon, 'Uid')}, network half {net} uid "
+          f"{status_field(net, 'Uid')} seccomp {status_field(net, 'Seccomp')} root {os.listdir(f'/proc/{net}/root')}")
+    check(status_field(mon, "Uid") == ["0"] * 4)
+    check(status_field(net, "Uid") == ["65534"] * 4 and status_field(net, "Gid") == ["65534"] * 4,
+          ("the network half is not nobody", status_field(net, "Uid")))
+    check(os.readlink(f"/proc/{net}/ns/user") != os.readlink("/proc/self/ns/user"), "no user namespace of its own")
+    check(os.listdir(f"/proc/{net}/root") == [], "the network half's root is not empty")
+    check(status_field(net, "Seccomp") == ["2"] and status_field(net, "NoNewPrivs") == ["1"])
+    c.close()
+    # Logged in: the app's uid, no capability, two filters.
+    uid = os.stat(volume(s, a)).st_uid
+    before = set(sessions())
+    raw = Raw("sep", key)
+    mon = [p for p in sessions() if p not in before][0]
+    net = children(mon)[0]
+    print(f"after login: network half {net} uid {status_field(net, 'Uid')} CapEff {status_field(net, 'CapEff')} "
+          f"filters {status_field(net, 'Seccomp_filters')}")
+    check(status_field(net, "Uid") == [str(uid)] * 4, (status_field(net, "Uid"), uid))
+    check(status_field(net, "CapEff") == ["0000000000000000"] and status_field(net, "CapPrm") == ["0000000000000000"])
+    check(status_field(net, "Seccomp_filters") == ["2"])
+    h = raw.open("sep.txt", 2 | 8)
+    check(raw.write(h, 0, b"separated") == 0)
+    raw.close()
+    check(open(os.path.join(volume(s, a), "sep.txt")).read() == "separated")
+    check(os.stat(os.path.join(volume(s, a), "sep.txt")).st_uid == uid)
+    clean_log(s)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases({f.__name__: f for f in [read_flood, slots_and_idle, revoked_sessions, user_delayed]}))
+    sys.exit(run_cases({f.__name__: f for f in [read_flood, slots_and_idle, revoked_sessions, user_delayed,
+                                                 privsep]}))
