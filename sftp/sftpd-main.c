@@ -347,6 +347,38 @@ static void control_one(struct listener *L, int lfd)
         close(c);
 }
 
+/*
+ * One log line per refused connection, but at most one a second: a flood of
+ * connections would otherwise write the agent's log full. How many were not logged is
+ * said a second later (refused_flush, from the loop).
+ */
+static struct timespec refused_last;
+static unsigned refused_quiet;
+
+static void refused_flush(bool force)
+{
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (refused_quiet && (force || now.tv_sec != refused_last.tv_sec)) {
+                fprintf(stderr, "sftpd: %u more connections refused (not logged one by one)\n", refused_quiet);
+                refused_quiet = 0;
+                refused_last = now;
+        }
+}
+
+static void refused_line(const char *peer, const char *why)
+{
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (refused_last.tv_sec && now.tv_sec == refused_last.tv_sec) {
+                refused_quiet++;
+                return;
+        }
+        refused_flush(true);
+        fprintf(stderr, "sftpd: refused from=%s: %s\n", peer, why);
+        refused_last = now;
+}
+
 /* Why a new connection from source is refused, or NULL. */
 static const char *admit(struct listener *L, const char *key, const char *source)
 {
@@ -368,14 +400,14 @@ int main(int argc, char **argv)
                                     .user_delay_max_sec = 30, .login_grace_sec = 60, .idle_sec = 900,
                                     .max_sessions = 256, .per_source = 8, .startups = { 64, 30, 256 },
                                     .memory_mb = 128 };
-        char *listen = NULL;
+        char *listen_arg = NULL;
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
                 if (!v)
                         return usage();
                 bool ok = true;
                 if (streq(a, "--listen"))
-                        listen = argv[i + 1];
+                        listen_arg = argv[i + 1];
                 else if (streq(a, "--users-dir"))
                         cfg.users_dir = v;
                 else if (streq(a, "--host-key"))
@@ -408,8 +440,8 @@ int main(int argc, char **argv)
                         return usage();
                 i++;
         }
-        if (!listen || !cfg.users_dir || !cfg.host_key || cfg.users_dir[0] != '/' || cfg.host_key[0] != '/' ||
-            (cfg.control && cfg.control[0] != '/') || !parse_listen(listen, &cfg.listen_addr, &cfg.port))
+        if (!listen_arg || !cfg.users_dir || !cfg.host_key || cfg.users_dir[0] != '/' || cfg.host_key[0] != '/' ||
+            (cfg.control && cfg.control[0] != '/') || !parse_listen(listen_arg, &cfg.listen_addr, &cfg.port))
                 return usage();
         /* Ends with the agent that started it (its supervisor thread): a new agent starts a new one. */
         pid_t parent = getppid();
@@ -440,6 +472,9 @@ int main(int argc, char **argv)
                 fprintf(stderr, "sftpd: listen on %s:%u: %s\n", cfg.listen_addr, cfg.port, ssh_get_error(b));
                 return 1;
         }
+        /* libssh listens with a backlog of 10: under a flood of connections a client's SYN
+         * would wait for the kernel's retransmission (1 s, then 3) rather than the accept. */
+        (void)listen(ssh_bind_get_fd(b), SOMAXCONN);
         int pipefd[2];
         if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
                 perror("sftpd: pipe");
@@ -463,6 +498,7 @@ int main(int argc, char **argv)
                                        { .fd = control, .events = POLLIN } };
                 int n = poll(p, control >= 0 ? 3 : 2, 1000);
                 reap(&L);
+                refused_flush(false);
                 if (n < 0)
                         continue;
                 if (p[1].revents & POLLIN)
@@ -487,7 +523,7 @@ int main(int argc, char **argv)
                 snprintf(key, sizeof(key), "addr:%s", source);
                 const char *why = admit(&L, key, source);
                 if (why) {
-                        fprintf(stderr, "sftpd: refused from=%s: %s\n", peer, why);
+                        refused_line(peer, why);
                         ssh_free(s); /* closed at once: no banner, nothing read */
                         continue;
                 }

@@ -73,11 +73,16 @@ def cmd_of(pid):
         return b""
 
 
-def listener():
+def listener(s):
+    """This agent's nodeagent-sftpd listener: its child, or under sandbox = strict its exec helper's
+    (a listener of an earlier test may still be ending its sessions)."""
+    agent = s.agent.proc.pid
     for pid in os.listdir("/proc"):
-        if pid.isdigit() and cmd_of(pid).endswith(b"/nodeagent-sftpd") and \
-                not cmd_of(ppid_of(pid) or 0).endswith(b"/nodeagent-sftpd"):
-            return int(pid)
+        if pid.isdigit() and cmd_of(pid).endswith(b"/nodeagent-sftpd"):
+            parent = ppid_of(pid)
+            if parent == agent or (parent and ppid_of(parent) == agent and
+                                   not cmd_of(parent).endswith(b"/nodeagent-sftpd")):
+                return int(pid)
     return None
 
 
@@ -85,9 +90,9 @@ def children(pid):
     return [int(p) for p in os.listdir("/proc") if p.isdigit() and ppid_of(p) == pid]
 
 
-def sessions():
+def sessions(s):
     """The listener's session processes (one a connection: its monitor)."""
-    return children(listener())
+    return children(listener(s))
 
 
 def tree(pid):
@@ -237,10 +242,10 @@ def read_flood(s):
     with open(os.path.join(volume(s, a), "big.bin"), "wb") as f:
         f.write(os.urandom(256 * 1024))
     os.chown(os.path.join(volume(s, a), "big.bin"), os.stat(volume(s, a)).st_uid, os.stat(volume(s, a)).st_gid)
-    before = set(sessions())
+    before = set(sessions(s))
     raw = Raw("flood", key)
-    mine = [p for p in sessions() if p not in before]
-    check(len(mine) == 1, ("one session process", mine))
+    mine = [p for p in sessions(s) if p not in before and children(p)]
+    check(len(mine) == 1, ("one session", mine))
     pid = mine[0]
     idle_rss = sum(status_kb(p, "VmRSS") for p in tree(pid))
     idle_data = sum(status_kb(p, "VmData") for p in tree(pid))
@@ -304,7 +309,7 @@ def slots_and_idle(s):
         held.append(c)
     time.sleep(1)
     print(f"{len(held)} idle TCP connections made from 127.0.0.1; "
-          f"{len(sessions())} session processes hold them")
+          f"{len(sessions(s))} session processes hold them")
     t0 = time.monotonic()
     with open(os.path.join(s.tmp, "up.txt"), "w") as f:
         f.write("from another address\n")
@@ -312,9 +317,14 @@ def slots_and_idle(s):
     check("up.txt" in out, out)
     print(f"a client from 127.0.0.2 logged in and worked in {time.monotonic() - t0:.2f} s")
     check(open(os.path.join(volume(s, a), "up.txt")).read() == "from another address\n")
-    check(len(sessions()) <= 16, ("session processes held by one address", len(sessions())))
+    check(len(sessions(s)) <= 16, ("session processes held by one address", len(sessions(s))))
     for c in held:
         c.close()
+    lines = s.agent.log_text().count("sftpd: refused from=127.0.0.1")
+    print(f"{lines} log lines for the refused connections (at most one a second)")
+    check(lines < 20, s.agent.log_text()[-3000:])
+    wait_for(lambda: "more connections refused (not logged one by one)" in s.agent.log_text(), 5,
+             "the count of refused connections not logged")
     # An idle logged-in session is closed after sftp_idle_timeout_sec.
     raw = Raw("victim", key, source="127.0.0.2")
     t0 = time.monotonic()
@@ -418,12 +428,14 @@ def privsep(s):
     wait_for(listening, 10, "nodeagent-sftpd listening")
     a = str(uuid.uuid4())
     key, _ = deploy_with_key(s, a, "sep")
-    before = set(sessions())
+    before = set(sessions(s))
     c = socket.create_connection(("127.0.0.1", PORT))
     check(c.recv(4).startswith(b"SSH-"), "no banner")
-    wait_for(lambda: [p for p in sessions() if p not in before], 5, "the connection's process")
-    mon = [p for p in sessions() if p not in before][0]
-    wait_for(lambda: children(mon), 5, "the network half")
+    # The connection's monitor: a new session process with a child (a probe's may still be ending).
+    def split():
+        return [p for p in sessions(s) if p not in before and children(p)]
+    wait_for(split, 5, "the connection's monitor and network half")
+    mon = split()[0]
     net = children(mon)[0]
     print(f"before login: monitor {mon} uid {status_field(mon, 'Uid')}, network half {net} uid "
           f"{status_field(net, 'Uid')} seccomp {status_field(net, 'Seccomp')} root {os.listdir(f'/proc/{net}/root')}")
@@ -436,9 +448,9 @@ def privsep(s):
     c.close()
     # Logged in: the app's uid, no capability, two filters.
     uid = os.stat(volume(s, a)).st_uid
-    before = set(sessions())
+    before = set(sessions(s))
     raw = Raw("sep", key)
-    mon = [p for p in sessions() if p not in before][0]
+    mon = split()[0]
     net = children(mon)[0]
     print(f"after login: network half {net} uid {status_field(net, 'Uid')} CapEff {status_field(net, 'CapEff')} "
           f"filters {status_field(net, 'Seccomp_filters')}")
