@@ -41,13 +41,15 @@
 #define AUTH_TRIES_MAX 6
 
 /* SIGTERM (the listener ending the session, or stopping): the network half is killed, then reaped. */
-static volatile sig_atomic_t net_pid, terminating;
+static volatile sig_atomic_t net_pid, terminating, chan_fd = -1;
 static void on_term(int sig)
 {
         (void)sig;
         terminating = 1;
         if (net_pid > 0)
                 kill(net_pid, SIGKILL);
+        if (chan_fd >= 0)
+                shutdown(chan_fd, SHUT_RDWR); /* a recv about to block returns at once */
 }
 #define QUESTIONS_MAX 64
 
@@ -165,7 +167,8 @@ static void granted(struct monitor *m, const char *user, const char *method)
 
 static bool on_password(struct monitor *m, const char *user, const char *password)
 {
-        if (++m->tries > AUTH_TRIES_MAX)
+        /* Once logged in, nothing else is asked: a later request would replace m->u. */
+        if (m->ok || ++m->tries > AUTH_TRIES_MAX)
                 return false;
         delay_user(m, user);
         const char *why = NULL;
@@ -183,7 +186,7 @@ static bool on_password(struct monitor *m, const char *user, const char *passwor
 
 static bool on_key(struct monitor *m, char kind, const char *user, const char *type, const char *b64)
 {
-        if (kind == 'Q' ? ++m->questions > QUESTIONS_MAX : ++m->tries > AUTH_TRIES_MAX)
+        if (m->ok || (kind == 'Q' ? ++m->questions > QUESTIONS_MAX : ++m->tries > AUTH_TRIES_MAX))
                 return false;
         if (kind != 'Q')
                 delay_user(m, user);
@@ -271,8 +274,11 @@ static int send_reply(int chan, const char *text, int fd)
         return sendmsg(chan, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-/* "S": the session starts: the volume's root fd and the app's ids in the network half's namespace. */
-static void on_start(struct monitor *m)
+/*
+ * "S": the session starts: the volume's root fd and the app's ids in the network half's
+ * namespace. True when it started: the monitor then answers nothing more.
+ */
+static bool on_start(struct monitor *m)
 {
         char reply[256];
         struct app_fs *fs = NULL;
@@ -300,7 +306,8 @@ static void on_start(struct monitor *m)
                 na_error_clear(&err);
                 app_fs_close(fs);
                 (void)send_reply(m->chan, reply, -1);
-                return;
+                m->ok = false;
+                return false;
         }
         snprintf(reply, sizeof(reply), "1 %u %u %d %s %s", m->u.uid, m->u.gid, m->u.read_only ? 1 : 0, m->u.app_id,
                  m->user);
@@ -308,7 +315,7 @@ static void on_start(struct monitor *m)
                 sftpd_say("sftpd: login app=%s user=%s from=%s method=%s%s", m->u.app_id, m->user, m->peer,
                           m->method, m->u.read_only ? " read-only" : "");
         app_fs_close(fs);
-        m->ok = false; /* one session per login */
+        return true;
 }
 
 
@@ -334,12 +341,13 @@ int sftpd_monitor(const struct sftpd_config *cfg, const char *peer, struct sftp_
         struct monitor m = { .cfg = cfg, .peer = peer, .users = users, .report_fd = report_fd, .chan = chan,
                              .net = net };
         net_pid = net;
+        chan_fd = chan;
         struct sigaction sa = { .sa_handler = on_term };
         sigaction(SIGTERM, &sa, NULL);
         static char buf[SFTP_KEY_LINE_MAX + 256];
         for (;;) {
                 ssize_t n = recv(chan, buf, sizeof(buf) - 1, 0);
-                if (n < 0 && errno == EINTR)
+                if (n < 0 && errno == EINTR && !terminating)
                         continue;
                 if (n <= 0)
                         break;
@@ -353,7 +361,8 @@ int sftpd_monitor(const struct sftpd_config *cfg, const char *peer, struct sftp_
                         else if ((kind == 'Q' || kind == 'V' || kind == 'W') && fields(buf + 2, (size_t)n - 1, f, 3))
                                 answer = on_key(&m, kind, f[0], f[1], f[2]) ? "1" : "0";
                 } else if (kind == 'S' && n == 1) {
-                        on_start(&m);
+                        if (on_start(&m))
+                                break; /* one session per connection; then only wait for it */
                         continue;
                 }
                 if (send_reply(chan, answer, -1) < 0)
@@ -361,6 +370,7 @@ int sftpd_monitor(const struct sftpd_config *cfg, const char *peer, struct sftp_
         }
         explicit_bzero(buf, sizeof(buf));
         sftp_user_clear(&m.u);
+        chan_fd = -1;
         close(chan);
         int st = 0;
         while (waitpid(net, &st, 0) < 0 && errno == EINTR)

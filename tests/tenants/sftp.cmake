@@ -3,3 +3,6 @@
 na_cmocka_test(test-sftp-tenant-limits SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-sftp-tenant-limits.c
                LIBS nasftp nacommon LABELS unit app)
 na_python_cases(tenants-sftp ${CMAKE_CURRENT_LIST_DIR}/test_sftp_tenants.py TIMEOUT 300 LABELS apps)
+# The monitor of a connection (privilege separation) spoken to as a hostile network half.
+na_cmocka_test(test-sftp-tenant-monitor SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-sftp-tenant-monitor.c
+               ${CMAKE_SOURCE_DIR}/sftp/sftpd-monitor.c LIBS nasftp naapp naproto nacommon LABELS unit app)
