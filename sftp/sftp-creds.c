@@ -29,6 +29,24 @@ bool sftp_username_valid(const char *s)
         return true;
 }
 
+static bool same_text(const char *a, const char *b)
+{
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+bool sftp_user_equal(const struct sftp_user *a, const struct sftp_user *b)
+{
+        if (!same_text(a->app_id, b->app_id) || !same_text(a->volume_dir, b->volume_dir) || a->uid != b->uid ||
+            a->gid != b->gid || a->enabled != b->enabled || a->read_only != b->read_only ||
+            a->file_access != b->file_access || !same_text(a->password_hash, b->password_hash) ||
+            a->n_keys != b->n_keys)
+                return false;
+        for (size_t i = 0; i < a->n_keys; i++)
+                if (!same_text(a->public_keys[i], b->public_keys[i]))
+                        return false;
+        return true;
+}
+
 void sftp_user_clear(struct sftp_user *u)
 {
         if (!u)

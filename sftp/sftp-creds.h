@@ -48,4 +48,6 @@ int sftp_user_load(const char *users_dir, const char *username, struct sftp_user
 int sftp_user_store(const char *users_dir, const char *username, const struct sftp_user *u, struct na_error *err);
 /* Remove every users_dir/<name>.json whose appId is app_id (0 when none, or no users_dir). */
 int sftp_user_remove_app(const char *users_dir, const char *app_id, struct na_error *err);
+/* Whether a and b grant the same (every field; keys in the same order). */
+bool sftp_user_equal(const struct sftp_user *a, const struct sftp_user *b);
 void sftp_user_clear(struct sftp_user *u);

@@ -2,22 +2,28 @@
  * One SFTP connection in its own process (sftpd.h, sftpd_session): the key exchange,
  * the login (password or public key, against the user's credentials file read at
  * this moment), the session channel and its "sftp" subsystem request (nothing else:
- * no shell, exec, pty, forwarding), then the volume's root is opened, the process
- * confined (sftpd-confine.c) and SFTP served. Every failure is reported to the
- * listener for its limits; logins, refusals and logouts are one stderr line each.
+ * no shell, exec, pty, forwarding), then the login is reported to the listener, the
+ * credentials file checked once more, the volume's root opened, the process confined
+ * (sftpd-confine.c) and SFTP served until the client leaves or is idle too long. The
+ * process' data is capped (RLIMIT_DATA, --session-memory-mb) from the fork on. Every
+ * failure is reported to the listener for its limits; logins, refusals and logouts
+ * are one stderr line each.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/magic.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/macro.h"
@@ -27,93 +33,56 @@
 #include "sftp/sftpd.h"
 
 #define AUTH_TRIES_MAX 6
+#define NOBODY 65534
 
-/* A hash of nothing anyone knows, so an unknown user costs the same time as a known one. */
-static const char dummy_hash[] = "$6$nodeagentsftpd"
-                                 "$rzOiEBn7Gbf/vKgZslp/7bRCgK7TPC/Q8RG6uZWVS.VUYhzXS9Hl/mymzpYFDMWrcd3chrer8k0VSlcB135Z5.";
-
-void sftpd_report_failure(int report_fd, const char *key)
+/* One request to the monitor (sftpd-monitor.c): kind and NUL-separated fields; its answer in reply. */
+static bool ask(int mon, char kind, const char *const *f, size_t n, char *reply, size_t reply_len, int *ret_fd)
 {
-        char line[160];
-        int n = snprintf(line, sizeof(line), "F %s\n", key);
-        if (n > 0 && (size_t)n < sizeof(line))
-                (void)!write(report_fd, line, (size_t)n); /* one write below PIPE_BUF: atomic */
+        char buf[SFTP_KEY_LINE_MAX + 256];
+        size_t len = 0;
+        buf[len++] = kind;
+        for (size_t i = 0; i < n; i++) {
+                size_t l = strlen(f[i]) + 1;
+                if (len + 1 + l > sizeof(buf))
+                        return false;
+                buf[len++] = '\0';
+                memcpy(buf + len, f[i], l - 1);
+                len += l - 1;
+        }
+        bool sent = send(mon, buf, len, MSG_NOSIGNAL) == (ssize_t)len;
+        explicit_bzero(buf, sizeof(buf)); /* a password */
+        if (!sent)
+                return false;
+        union {
+                char b[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = reply, .iov_len = reply_len - 1 };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+        ssize_t got;
+        while ((got = recvmsg(mon, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+                ;
+        if (got <= 0)
+                return false;
+        reply[got] = '\0';
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        if (ret_fd && c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+        return reply[0] == '1';
 }
 
-static void say(const char *fmt, ...) _printf_(1, 2);
-static void say(const char *fmt, ...)
+/* A key as the monitor reads it: its type name and base64 blob. */
+static bool ask_key(int mon, char kind, const char *user, ssh_key key)
 {
-        char line[768];
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-                return;
-        if ((size_t)n > sizeof(line) - 2)
-                n = (int)sizeof(line) - 2;
-        line[n++] = '\n';
-        (void)!write(STDERR_FILENO, line, (size_t)n);
-}
-
-struct login {
-        char user[64];
-        struct sftp_user u;
-        bool ok;
-};
-
-static bool printable_user(const char *s)
-{
-        return s && sftp_username_valid(s);
-}
-
-/*
- * Whether user may log in now (file present, enabled, file access, not refused by the
- * limits); fills l->u when present. why says what was refused.
- */
-static bool user_allowed(const struct sftpd_config *cfg, const struct sftp_ratelimit *rl, const char *user,
-                         struct login *l, const char **why)
-{
-        sftp_user_clear(&l->u);
-        if (!printable_user(user)) {
-                *why = "not a valid user name";
+        char *b64 = NULL;
+        const char *type = key ? ssh_key_type_to_char(ssh_key_type(key)) : NULL;
+        if (!user || !type || ssh_pki_export_pubkey_base64(key, &b64) != SSH_OK)
                 return false;
-        }
-        char key[96];
-        snprintf(key, sizeof(key), "user:%s", user);
-        if (sftp_ratelimit_blocked(rl, key, time(NULL))) {
-                *why = "too many failed logins for this user; try again later";
-                return false;
-        }
-        struct na_error err = NA_ERROR_INIT;
-        int r = sftp_user_load(cfg->users_dir, user, &l->u, &err);
-        na_error_clear(&err);
-        if (r < 0) {
-                *why = "no such user";
-                return false;
-        }
-        if (!l->u.file_access) {
-                *why = "the app's template does not allow file access";
-                return false;
-        }
-        if (!l->u.enabled) {
-                *why = "SFTP is disabled for this app";
-                return false;
-        }
-        return true;
-}
-
-static void failed(int report_fd, const char *peer, const char *user, const char *app, const char *why)
-{
-        say("sftpd: refused app=%s user=%s from=%s: %s", app ? app : "-", printable_user(user) ? user : "?", peer,
-            why);
-        char key[96];
-        snprintf(key, sizeof(key), "addr:%s", peer);
-        sftpd_report_failure(report_fd, key);
-        if (printable_user(user)) {
-                snprintf(key, sizeof(key), "user:%s", user);
-                sftpd_report_failure(report_fd, key);
-        }
+        const char *f[] = { user, type, b64 };
+        char reply[16];
+        bool yes = ask(mon, kind, f, 3, reply, sizeof(reply), NULL);
+        ssh_string_free_char(b64);
+        return yes;
 }
 
 /*
@@ -123,8 +92,7 @@ static void failed(int report_fd, const char *peer, const char *user, const char
  */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static int authenticate(const struct sftpd_config *cfg, ssh_session session, const char *peer,
-                        const struct sftp_ratelimit *rl, int report_fd, struct login *l, const char **method)
+static int authenticate(ssh_session session, int mon)
 {
         int tries = 0;
         ssh_set_auth_methods(session, SSH_AUTH_METHOD_PASSWORD | SSH_AUTH_METHOD_PUBLICKEY);
@@ -138,45 +106,32 @@ static int authenticate(const struct sftpd_config *cfg, ssh_session session, con
                         continue;
                 }
                 const char *user = ssh_message_auth_user(m);
-                const char *why = NULL;
                 int sub = ssh_message_subtype(m);
+                bool yes = false;
                 if (sub == SSH_AUTH_METHOD_PASSWORD) {
                         tries++;
-                        bool allowed = user_allowed(cfg, rl, user, l, &why);
-                        const char *hash = allowed && l->u.password_hash ? l->u.password_hash : dummy_hash;
-                        bool match = sftp_password_matches(ssh_message_auth_password(m), hash);
-                        if (allowed && l->u.password_hash && match) {
-                                snprintf(l->user, sizeof(l->user), "%s", user);
-                                *method = "password";
-                                ssh_message_auth_reply_success(m, 0);
-                                ssh_message_free(m);
-                                return 0;
-                        }
-                        failed(report_fd, peer, user, allowed ? l->u.app_id : NULL,
-                               why ? why : l->u.password_hash ? "wrong password" : "no password set");
+                        const char *password = ssh_message_auth_password(m);
+                        const char *f[] = { user ? user : "", password ? password : "" };
+                        char reply[16];
+                        yes = ask(mon, 'P', f, 2, reply, sizeof(reply), NULL);
                 } else if (sub == SSH_AUTH_METHOD_PUBLICKEY) {
-                        bool allowed = user_allowed(cfg, rl, user, l, &why);
-                        ssh_key key = ssh_message_auth_pubkey(m);
-                        bool listed = allowed && key && sftp_key_listed(key, l->u.public_keys, l->u.n_keys);
                         int state = ssh_message_auth_publickey_state(m);
-                        if (listed && state == SSH_PUBLICKEY_STATE_NONE) {
-                                ssh_message_auth_reply_pk_ok_simple(m); /* the client then signs */
-                                ssh_message_free(m);
-                                continue;
+                        ssh_key key = ssh_message_auth_pubkey(m);
+                        if (state == SSH_PUBLICKEY_STATE_NONE) {
+                                if (ask_key(mon, 'Q', user, key)) {
+                                        ssh_message_auth_reply_pk_ok_simple(m); /* the client then signs */
+                                        ssh_message_free(m);
+                                        continue;
+                                }
+                        } else {
+                                tries++;
+                                yes = ask_key(mon, state == SSH_PUBLICKEY_STATE_VALID ? 'V' : 'W', user, key);
                         }
-                        if (listed && state == SSH_PUBLICKEY_STATE_VALID) {
-                                snprintf(l->user, sizeof(l->user), "%s", user);
-                                *method = "publickey";
-                                ssh_message_auth_reply_success(m, 0);
-                                ssh_message_free(m);
-                                return 0;
-                        }
-                        tries++;
-                        if (!allowed || state == SSH_PUBLICKEY_STATE_WRONG)
-                                failed(report_fd, peer, user, allowed ? l->u.app_id : NULL,
-                                       why ? why : "bad key signature");
-                        else
-                                say("sftpd: key not accepted app=%s user=%s from=%s", l->u.app_id, user, peer);
+                }
+                if (yes) {
+                        ssh_message_auth_reply_success(m, 0);
+                        ssh_message_free(m);
+                        return 0;
                 }
                 ssh_message_auth_set_methods(m, SSH_AUTH_METHOD_PASSWORD | SSH_AUTH_METHOD_PUBLICKEY);
                 ssh_message_reply_default(m);
@@ -213,28 +168,39 @@ static ssh_channel open_sftp(ssh_session session)
         return NULL;
 }
 
-/* The volume must be the mounted quota file system, never the directory beneath it. */
-static int volume_mounted(int root_fd, const char *dir)
+/* What SIGALRM writes when a logged-in session has been idle too long (set before it is armed). */
+static char idle_line[512];
+static size_t idle_len;
+
+static void on_idle(int sig)
 {
-        struct statfs sf;
-        if (fstatfs(root_fd, &sf) < 0)
-                return -errno;
-        if (sf.f_type != EXT4_SUPER_MAGIC)
-                return -ENOTDIR;
-        char parent[4200];
-        snprintf(parent, sizeof(parent), "%s/../..", dir);
-        struct stat a, b;
-        if (fstat(root_fd, &a) < 0 || stat(parent, &b) < 0)
-                return -errno;
-        return a.st_dev != b.st_dev ? 0 : -ENOTDIR;
+        (void)sig;
+        (void)!write(STDERR_FILENO, idle_line, idle_len);
+        _exit(0);
 }
 
-int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const char *peer,
-                  const struct sftp_ratelimit *rl, int report_fd)
+/*
+ * The network half, from the fork on: nobody (65534) in a user and mount namespace of
+ * its own, its root an empty directory, the allow-list filter; the host key it holds
+ * (libssh's copy, for the key exchange) is all it knows. Logged in, it gets the
+ * volume's root fd and the app's ids mapped from the monitor and becomes that uid.
+ */
+static int drop(int empty_fd, char *why, size_t why_len)
+{
+        if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0 ||
+            unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 || fchdir(empty_fd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
+                snprintf(why, why_len, "privilege separation: %s", strerror(errno));
+                return -errno;
+        }
+        close(empty_fd);
+        return sftpd_confine_net(why, why_len);
+}
+
+static int network(const struct sftpd_config *cfg, ssh_session session, const char *peer, int mon, int empty_fd)
 {
         char why[256] = "";
-        if (sftpd_confine_preauth(why, sizeof(why)) < 0) {
-                say("sftpd: connection from %s refused: %s", peer, why);
+        if (drop(empty_fd, why, sizeof(why)) < 0) {
+                sftpd_say("sftpd: connection from %s refused: %s", peer, why);
                 return 1;
         }
         alarm(cfg->login_grace_sec); /* key exchange and login: SIGALRM ends the process */
@@ -242,44 +208,55 @@ int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const cha
         int one = 1;
         (void)setsockopt(ssh_get_fd(session), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (ssh_handle_key_exchange(session) != SSH_OK) {
-                say("sftpd: key exchange with %s failed: %s", peer, ssh_get_error(session));
+                sftpd_say("sftpd: key exchange with %s failed: %s", peer, ssh_get_error(session));
                 return 1;
         }
-        struct login l = { 0 };
-        const char *method = "?";
-        if (authenticate(cfg, session, peer, rl, report_fd, &l, &method) < 0) {
-                sftp_user_clear(&l.u);
+        if (authenticate(session, mon) < 0)
                 return 1;
-        }
         ssh_channel chan = open_sftp(session);
         if (!chan) {
-                say("sftpd: app=%s user=%s from=%s: no sftp subsystem request; closed", l.u.app_id, l.user, peer);
-                sftp_user_clear(&l.u);
+                sftpd_say("sftpd: from=%s: no sftp subsystem request; closed", peer);
                 return 1;
         }
         alarm(0);
+        char reply[256];
+        int root_fd = -1;
+        bool started = ask(mon, 'S', NULL, 0, reply, sizeof(reply), &root_fd);
+        close(mon);
+        unsigned uid = 0, gid = 0;
+        int ro = 0;
+        char app[64] = "", user[64] = "";
+        if (!started || sscanf(reply, "1 %u %u %d %63s %63s", &uid, &gid, &ro, app, user) != 5 || root_fd < 0) {
+                if (root_fd >= 0)
+                        close(root_fd);
+                ssh_channel_close(chan);
+                ssh_channel_free(chan);
+                return 1; /* the monitor said why */
+        }
         struct app_fs *fs = NULL;
         struct na_error err = NA_ERROR_INIT;
-        int r = app_fs_open(l.u.volume_dir, l.u.uid, l.u.gid, &fs, &err);
-        if (r >= 0 && volume_mounted(app_fs_root_fd(fs), l.u.volume_dir) < 0)
-                r = na_error_set(&err, ENOTDIR, NA_E_INTERNAL, "the app's volume is not mounted (start the app)");
-        if (r >= 0 && sftpd_confine(l.u.uid, l.u.gid, why, sizeof(why)) < 0)
+        int r = app_fs_adopt(root_fd, uid, gid, &fs, &err);
+        if (r >= 0 && sftpd_confine(uid, gid, why, sizeof(why)) < 0)
                 r = na_error_set(&err, EPERM, NA_E_INTERNAL, "confinement: %s", why);
         if (r < 0) {
-                say("sftpd: app=%s user=%s from=%s: session refused: %s", l.u.app_id, l.user, peer, err.message);
+                sftpd_say("sftpd: app=%s user=%s from=%s: session refused: %s", app, user, peer, err.message);
                 na_error_clear(&err);
                 app_fs_close(fs);
                 ssh_channel_close(chan);
                 ssh_channel_free(chan);
-                sftp_user_clear(&l.u);
                 return 1;
         }
-        say("sftpd: login app=%s user=%s from=%s method=%s%s", l.u.app_id, l.user, peer, method,
-            l.u.read_only ? " read-only" : "");
+        int n = snprintf(idle_line, sizeof(idle_line), "sftpd: logout app=%s user=%s from=%s: idle for %u s; closed\n",
+                         app, user, peer, cfg->idle_sec);
+        idle_len = n > 0 ? (size_t)n < sizeof(idle_line) ? (size_t)n : sizeof(idle_line) - 1 : 0;
+        struct sigaction sa = { .sa_handler = on_idle };
+        sigaction(SIGALRM, &sa, NULL);
         struct sftpd_stats st = { 0 };
-        r = sftpd_serve(session, chan, fs, l.u.read_only, l.u.uid, &st);
-        say("sftpd: logout app=%s user=%s from=%s read=%llu written=%llu%s", l.u.app_id, l.user, peer,
-            (unsigned long long)st.bytes_read, (unsigned long long)st.bytes_written, r < 0 ? " (connection lost)" : "");
+        r = sftpd_serve(session, chan, fs, ro != 0, uid, cfg->idle_sec, &st);
+        alarm(0);
+        sftpd_say("sftpd: logout app=%s user=%s from=%s read=%llu written=%llu%s", app, user, peer,
+                  (unsigned long long)st.bytes_read, (unsigned long long)st.bytes_written,
+                  r < 0 ? " (connection lost)" : "");
         ssh_channel_request_send_exit_status(chan, r < 0 ? 1 : 0);
         ssh_channel_send_eof(chan);
         ssh_channel_close(chan);
@@ -298,6 +275,57 @@ int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const cha
         }
         ssh_channel_free(chan);
         app_fs_close(fs);
-        sftp_user_clear(&l.u);
         return 0;
+}
+
+int sftpd_session(const struct sftpd_config *cfg, ssh_session session, const char *peer,
+                  struct sftp_ratelimit *users, int report_fd)
+{
+        char why[256] = "";
+        /*
+         * Whatever a client makes it hold (libssh's buffers, replies) stays under this.
+         * Not in AddressSanitizer builds: its shadow memory, mapped at start, is already
+         * far over any such limit.
+         */
+        struct rlimit lim = { .rlim_cur = (rlim_t)cfg->memory_mb << 20, .rlim_max = (rlim_t)cfg->memory_mb << 20 };
+#ifdef __SANITIZE_ADDRESS__
+        (void)lim;
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
+#else
+        if (setrlimit(RLIMIT_DATA, &lim) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
+#endif
+                sftpd_say("sftpd: connection from %s refused: limits: %s", peer, strerror(errno));
+                return 1;
+        }
+        int sp[2];
+        int empty_fd = open(cfg->empty_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (empty_fd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+                sftpd_say("sftpd: connection from %s refused: %s: %s", peer, empty_fd < 0 ? cfg->empty_dir : "socketpair",
+                          strerror(errno));
+                return 1;
+        }
+        pid_t net = fork();
+        if (net == 0) {
+                close(sp[0]);
+                close(report_fd);
+                int code = network(cfg, session, peer, sp[1], empty_fd);
+                /* After a served session the client closes the connection itself (as with
+                 * OpenSSH's sshd); a refused one gets a disconnect message. */
+                if (code != 0)
+                        ssh_disconnect(session);
+                _exit(code);
+        }
+        close(sp[1]);
+        close(empty_fd);
+        if (net < 0) {
+                sftpd_say("sftpd: connection from %s refused: fork: %s", peer, strerror(errno));
+                return 1;
+        }
+        /* The monitor: its copy of the connection closed, never spoken on. */
+        close(ssh_get_fd(session));
+        if (sftpd_confine_preauth(why, sizeof(why)) < 0) {
+                sftpd_say("sftpd: connection from %s: monitor: %s", peer, why);
+                kill(net, SIGKILL);
+        }
+        return sftpd_monitor(cfg, peer, users, report_fd, sp[0], net);
 }

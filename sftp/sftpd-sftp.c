@@ -36,6 +36,7 @@ struct srv {
         struct handle h[HANDLES];
         struct buf out;
         struct sftpd_stats *stats;
+        unsigned idle_sec;
 };
 
 static void status(struct srv *s, uint32_t id, uint32_t code, const char *msg)
@@ -562,6 +563,14 @@ static bool dispatch(struct srv *s, const unsigned char *pkt, size_t len, bool *
         return true;
 }
 
+/*
+ * Replies are sent before more requests are taken once this much waits: a client that
+ * pipelines requests and reads no reply holds the session in flush() (until its idle
+ * timeout), never makes it buffer more than this and one reply.
+ */
+#define OUT_HIGH (1024u * 1024)
+
+/* Send what the replies hold; every bit the client takes restarts the idle timer. */
 static int flush(struct srv *s)
 {
         size_t off = 0;
@@ -569,6 +578,8 @@ static int flush(struct srv *s)
                 int n = ssh_channel_write(s->chan, s->out.p + off, (uint32_t)(s->out.len - off));
                 if (n == SSH_ERROR)
                         return -EIO;
+                if (n > 0 && s->idle_sec)
+                        alarm(s->idle_sec);
                 off += (size_t)n;
         }
         s->out.len = 0;
@@ -576,10 +587,11 @@ static int flush(struct srv *s)
 }
 
 int sftpd_serve(ssh_session session, ssh_channel chan, struct app_fs *fs, bool read_only, uint32_t uid_base,
-                struct sftpd_stats *stats)
+                unsigned idle_sec, struct sftpd_stats *stats)
 {
         (void)session;
-        struct srv s = { .chan = chan, .fs = fs, .read_only = read_only, .uid_base = uid_base, .stats = stats };
+        struct srv s = { .chan = chan, .fs = fs, .read_only = read_only, .uid_base = uid_base, .stats = stats,
+                         .idle_sec = idle_sec };
         for (int i = 0; i < HANDLES; i++)
                 s.h[i].fd = -1;
         size_t cap = 2 * PACKET_MAX, have = 0;
@@ -589,6 +601,8 @@ int sftpd_serve(ssh_session session, ssh_channel chan, struct app_fs *fs, bool r
         bool inited = false;
         int r = 0;
         for (;;) {
+                if (idle_sec)
+                        alarm(idle_sec); /* SIGALRM ends the session (sftpd-session.c) */
                 int n = ssh_channel_read(chan, in + have, (uint32_t)(cap - have), 0);
                 if (n == SSH_ERROR) {
                         r = -EIO;
@@ -612,6 +626,11 @@ int sftpd_serve(ssh_session session, ssh_channel chan, struct app_fs *fs, bool r
                                 goto out;
                         }
                         off += 4 + len;
+                        /* Over the bound: the replies go out before the next request is read. */
+                        if (s.out.len >= OUT_HIGH && flush(&s) < 0) {
+                                r = -EIO;
+                                goto out;
+                        }
                 }
                 memmove(in, in + off, have - off);
                 have -= off;

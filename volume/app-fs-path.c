@@ -86,6 +86,22 @@ int app_fs_open(const char *volume_dir, uid_t uid, gid_t gid, struct app_fs **re
         return 0;
 }
 
+int app_fs_adopt(int root_fd, uid_t uid, gid_t gid, struct app_fs **ret, struct na_error *err)
+{
+        _cleanup_close_ int fd = root_fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+                return na_error_set(err, ENOTDIR, NA_E_INTERNAL, "app volume: not a directory");
+        struct app_fs *fs = calloc(1, sizeof(*fs));
+        if (!fs)
+                return na_error_sys(err, ENOMEM, "app volume");
+        fs->root_fd = TAKE_FD(fd);
+        fs->uid = uid;
+        fs->gid = gid;
+        *ret = fs;
+        return 0;
+}
+
 void app_fs_close(struct app_fs *fs)
 {
         if (!fs)

@@ -44,6 +44,8 @@ struct app_fs;
 
 /* Open the volume root (a directory; not itself a symbolic link) for uid:gid. */
 int app_fs_open(const char *volume_dir, uid_t uid, gid_t gid, struct app_fs **ret, struct na_error *err);
+/* As app_fs_open over a root directory already open (taken: closed by app_fs_close, or here on failure). */
+int app_fs_adopt(int root_fd, uid_t uid, gid_t gid, struct app_fs **ret, struct na_error *err);
 void app_fs_close(struct app_fs *fs); /* NULL-safe */
 int app_fs_root_fd(const struct app_fs *fs); /* borrowed; O_PATH|O_DIRECTORY */
 

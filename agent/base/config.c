@@ -14,11 +14,12 @@
 #include "common/fileio.h"
 #include "common/uuid.h"
 #include "firewall/fw.h"
+#include "sftp/sftp-admit.h"
 
 enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN, K_BACKOFF,
                 K_LISTEN_ANY /* ADDRESS:PORT on any address; empty: off */,
                 K_STRING_OR_EMPTY /* any text; empty: off */, K_CIDR4, K_ADDR, K_PORTS,
-                K_SANDBOX /* strict, denylist or off */ };
+                K_SANDBOX /* strict, denylist or off */, K_STARTUPS /* START:RATE:FULL (sftp/sftp-admit.h) */ };
 
 struct key_def {
         const char *section;
@@ -76,6 +77,13 @@ static const struct key_def keys[] = {
         { "apps", "sftp_listen", K_LISTEN_ANY, OFF(apps_sftp_listen), false, "0.0.0.0:2022", 0, 0 },
         { "apps", "sftp_host", K_STRING, OFF(apps_sftp_host), false, NULL, 0, 0 },
         { "apps", "sftpd", K_PATH, OFF(apps_sftpd), false, NULL, 0, 0 },
+        { "apps", "sftp_max_sessions", K_UINT, OFF(apps_sftp_max_sessions), false, "256", 1, 65536 },
+        { "apps", "sftp_max_startups", K_STARTUPS, OFF(apps_sftp_max_startups), false, "64:30:256", 0, 0 },
+        { "apps", "sftp_per_source_max_startups", K_UINT, OFF(apps_sftp_per_source_max_startups), false, "8", 1,
+          65536 },
+        { "apps", "sftp_login_grace_sec", K_UINT, OFF(apps_sftp_login_grace_sec), false, "60", 1, 3600 },
+        { "apps", "sftp_idle_timeout_sec", K_UINT, OFF(apps_sftp_idle_timeout_sec), false, "900", 0, 604800 },
+        { "apps", "sftp_session_memory_mb", K_UINT, OFF(apps_sftp_session_memory_mb), false, "128", 16, 65536 },
         { "apps", "backups_dir", K_PATH, OFF(apps_backups_dir), false, NULL, 0, 0 },
         { "apps", "transfer_ca_file", K_PATH, OFF(apps_transfer_ca_file), false, NULL, 0, 0 },
         { "apps", "transfer_part_size_mb", K_UINT, OFF(apps_transfer_part_size_mb), false, "64", 5, 5120 },
@@ -317,6 +325,12 @@ static const char *set_value(struct agent_config *cfg, const struct key_def *def
         }
         case K_STRING_OR_EMPTY:
                 break;
+        case K_STARTUPS: {
+                struct sftp_startups st;
+                if (sftp_startups_parse(value, &st) < 0)
+                        return "must be START:RATE:FULL (1 <= START <= FULL <= 65536, RATE 1..100 %), e.g. 64:30:256";
+                break;
+        }
         case K_CIDR4: {
                 char a[INET_ADDRSTRLEN];
                 struct in_addr in;

@@ -63,6 +63,12 @@ struct agent_config {
         char *apps_sftp_listen;      /* "0.0.0.0:2022"; "": SFTP off */
         char *apps_sftpd;            /* nodeagent-sftpd; NULL: the installed one, else beside the daemon's build */
         char *apps_sftp_host;        /* host name app.sftp.set answers; NULL: the node's host name */
+        int64_t apps_sftp_max_sessions;            /* logged-in SFTP sessions on the node (256) */
+        char *apps_sftp_max_startups;              /* unauthenticated ones: "64:30:256", random early drop */
+        int64_t apps_sftp_per_source_max_startups; /* unauthenticated ones from one address or IPv6 /64 (8) */
+        int64_t apps_sftp_login_grace_sec;         /* from connect to the sftp subsystem (60) */
+        int64_t apps_sftp_idle_timeout_sec;        /* a logged-in session with no traffic is closed (900); 0: never */
+        int64_t apps_sftp_session_memory_mb;       /* each session's data, RLIMIT_DATA (128) */
         char *apps_backups_dir;      /* NULL: <storage_dir>/backups */
         char *apps_transfer_ca_file; /* NULL: the system's CA bundle */
         int64_t apps_transfer_part_size_mb; /* uploads above it go in parts (when the transfer has parts) */

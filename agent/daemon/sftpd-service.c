@@ -5,11 +5,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +31,8 @@ struct agent_sftpd {
         pid_t pid;
         int handle; /* the exec helper's status socket, or -1 */
         char binary[PATH_MAX];
-        char listen[300], users_dir[PATH_MAX], host_key[PATH_MAX];
+        char listen[300], users_dir[PATH_MAX], host_key[PATH_MAX], control[PATH_MAX];
+        char max_sessions[16], startups[64], per_source[16], grace[16], idle[16], memory[16];
 };
 
 static const char *storage_dir(const struct agent_config *cfg, char *buf, size_t len)
@@ -64,11 +68,23 @@ void agent_sftp_host(const struct agent_config *cfg, char *buf, size_t len)
         buf[len - 1] = '\0';
 }
 
+int agent_sftp_control_path(const struct agent_config *cfg, char *buf, size_t len)
+{
+        int n = snprintf(buf, len, "%s/sftp/control.sock", cfg->state_dir);
+        return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 static pid_t spawn(struct agent_sftpd *d)
 {
-        static char o_listen[] = "--listen", o_users[] = "--users-dir", o_key[] = "--host-key";
+        static char o_listen[] = "--listen", o_users[] = "--users-dir", o_key[] = "--host-key",
+                    o_control[] = "--control", o_sessions[] = "--max-sessions", o_startups[] = "--max-startups",
+                    o_per_source[] = "--per-source-max-startups", o_grace[] = "--login-grace",
+                    o_idle[] = "--idle-timeout", o_memory[] = "--session-memory-mb";
         static char path_env[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
-        char *argv[] = { d->binary, o_listen, d->listen, o_users, d->users_dir, o_key, d->host_key, NULL };
+        char *argv[] = { d->binary,    o_listen,      d->listen,   o_users,   d->users_dir,  o_key,
+                         d->host_key,  o_control,     d->control,  o_sessions, d->max_sessions, o_startups,
+                         d->startups,  o_per_source,  d->per_source, o_grace, d->grace,       o_idle,
+                         d->idle,      o_memory,      d->memory,   NULL };
         char *envp[] = { path_env, NULL };
         d->handle = -1;
         _cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -170,6 +186,14 @@ int agent_sftpd_start(const struct agent_config *cfg, const char *binary, struct
         snprintf(d->listen, sizeof(d->listen), "%s", cfg->apps_sftp_listen);
         (void)agent_sftp_users_dir(cfg, d->users_dir, sizeof(d->users_dir));
         snprintf(d->host_key, sizeof(d->host_key), "%s/sftp/ssh_host_ed25519_key", cfg->state_dir);
+        (void)agent_sftp_control_path(cfg, d->control, sizeof(d->control));
+        snprintf(d->max_sessions, sizeof(d->max_sessions), "%lld", (long long)cfg->apps_sftp_max_sessions);
+        snprintf(d->startups, sizeof(d->startups), "%s",
+                 cfg->apps_sftp_max_startups ? cfg->apps_sftp_max_startups : "64:30:256");
+        snprintf(d->per_source, sizeof(d->per_source), "%lld", (long long)cfg->apps_sftp_per_source_max_startups);
+        snprintf(d->grace, sizeof(d->grace), "%lld", (long long)cfg->apps_sftp_login_grace_sec);
+        snprintf(d->idle, sizeof(d->idle), "%lld", (long long)cfg->apps_sftp_idle_timeout_sec);
+        snprintf(d->memory, sizeof(d->memory), "%lld", (long long)cfg->apps_sftp_session_memory_mb);
         int r = pthread_create(&d->thread, NULL, supervise, d);
         if (r != 0) {
                 free(d);
@@ -177,6 +201,45 @@ int agent_sftpd_start(const struct agent_config *cfg, const char *binary, struct
         }
         *ret = d;
         return 0;
+}
+
+int agent_sftp_end_sessions(const struct agent_config *cfg, const char *app_id, struct na_error *err)
+{
+        if (!cfg->apps_sftp_listen || !*cfg->apps_sftp_listen)
+                return 0;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (agent_sftp_control_path(cfg, sa.sun_path, sizeof(sa.sun_path)) < 0)
+                return na_error_set(err, ENAMETOOLONG, NA_E_INTERNAL, "sftp: control socket path too long");
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return na_error_sys(err, errno, "sftp: control socket");
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                /* No listener, so no session: sessions die with it (PR_SET_PDEATHSIG). */
+                if (errno == ENOENT || errno == ECONNREFUSED)
+                        return 0;
+                return na_error_sys(err, errno, "sftp: connect %s", sa.sun_path);
+        }
+        char line[128];
+        int n = snprintf(line, sizeof(line), "K %s\n", app_id);
+        if (n < 0 || (size_t)n >= sizeof(line) || write(fd, line, (size_t)n) != n)
+                return na_error_sys(err, errno ? errno : EIO, "sftp: ending the sessions of app %s", app_id);
+        /* The listener kills and reaps them, then answers; 30 s covers a session stuck in I/O. */
+        size_t have = 0;
+        while (have < sizeof(line) - 1 && !memchr(line, '\n', have)) {
+                struct pollfd pf = { .fd = fd, .events = POLLIN };
+                int r = poll(&pf, 1, 30000);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                ssize_t got = r > 0 ? read(fd, line + have, sizeof(line) - 1 - have) : -1;
+                if (got <= 0)
+                        break;
+                have += (size_t)got;
+        }
+        line[have] = '\0';
+        if (strncmp(line, "OK ", 3) != 0)
+                return na_error_set(err, EIO, NA_E_INTERNAL, "sftp: nodeagent-sftpd did not end the sessions of app %s",
+                                    app_id);
+        return (int)strtol(line + 3, NULL, 10);
 }
 
 void agent_sftpd_stop(struct agent_sftpd *d)

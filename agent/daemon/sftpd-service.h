@@ -1,8 +1,9 @@
 /*
  * The agent's side of nodeagent-sftpd (docs/app-sftp.md): where the credentials files
  * live, what app.sftp.set answers (host, port), and a supervisor thread that starts
- * the daemon when apps are on and [apps] sftp_listen is not empty, starts it again
- * with backoff (1 s doubling to 60 s) when it exits, and stops it at shutdown. Its
+ * the daemon when apps are on and [apps] sftp_listen is not empty (with the [apps]
+ * sftp_* limits), starts it again with backoff (1 s doubling to 60 s) when it exits,
+ * and stops it at shutdown; the control socket that ends an app's sessions. Its
  * stderr is the agent's, so its one-line logs land in the agent's log.
  *
  *   struct agent_sftpd *d;
@@ -30,5 +31,14 @@ int agent_sftpd_start(const struct agent_config *cfg, const char *binary, struct
                       struct na_error *err);
 void agent_sftpd_stop(struct agent_sftpd *d); /* NULL-safe */
 
-/* app.delete: remove the app's credentials file (agent/kinds/kind-app-sftp.c); 0 when it had none. */
+/* <state_dir>/sftp/control.sock: nodeagent-sftpd's control socket. */
+int agent_sftp_control_path(const struct agent_config *cfg, char *buf, size_t len);
+/*
+ * End every open SFTP session of app_id at once (app.sftp.set, app.delete): the
+ * listener kills and reaps them before it answers, so their files are closed when
+ * this returns. The number of sessions ended; 0 when SFTP is off or no listener runs.
+ */
+int agent_sftp_end_sessions(const struct agent_config *cfg, const char *app_id, struct na_error *err);
+
+/* app.delete: remove the app's credentials file and end its sessions (agent/kinds/kind-app-sftp.c); 0 when it had none. */
 int agent_app_sftp_forget(const struct agent_services *s, const char *app_id, struct na_error *err);

@@ -5,7 +5,8 @@
  * (VALIDATION_ERROR on publicKeys.<i>) and the hash tried with crypt(3) before
  * anything is written. A template without file access refuses with 403
  * FILE_ACCESS_DISABLED (the driver's sftp_target, as for app.files.*). Absent fields
- * keep what the file held. Also: app.delete's hook that removes the file.
+ * keep what the file held. The app's open sessions are then ended (they logged in with
+ * what the file held). Also: app.delete's hook that removes the file and ends them.
  */
 #include <errno.h>
 #include <limits.h>
@@ -15,9 +16,10 @@
 #include <string.h>
 
 #include "agent/base/config.h"
-#include "agent/jobs/job-kind.h"
+#include "agent/base/log.h"
 #include "agent/base/services.h"
 #include "agent/daemon/sftpd-service.h"
+#include "agent/jobs/job-kind.h"
 #include "drivers/app.h"
 #include "proto/app-sftp.h"
 #include "sftp/sftp-auth.h"
@@ -137,6 +139,11 @@ static int set_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_er
         sftp_user_clear(&u);
         if (r < 0)
                 return na_error_prefix(err, "app %s", id);
+        /* Open sessions logged in with what the file held: ended, the client logs in again. */
+        if ((r = agent_sftp_end_sessions(s->config, id, err)) < 0)
+                return na_error_prefix(err, "app %s", id);
+        if (r > 0)
+                log_info("app %s: app.sftp.set ended %d open SFTP session%s", id, r, r == 1 ? "" : "s");
         char host[256];
         agent_sftp_host(s->config, host, sizeof(host));
         if (!(*ret = proto_app_sftp_set_encode(t.sftp_username, host, port, p->enabled)))
@@ -149,7 +156,15 @@ int agent_app_sftp_forget(const struct agent_services *s, const char *app_id, st
         char users[PATH_MAX];
         if (!s || !s->config || agent_sftp_users_dir(s->config, users, sizeof(users)) < 0)
                 return 0;
-        return sftp_user_remove_app(users, app_id, err);
+        int r = sftp_user_remove_app(users, app_id, err);
+        if (r < 0)
+                return r;
+        /* Then the sessions: none can log in again, none keeps the volume busy. */
+        if ((r = agent_sftp_end_sessions(s->config, app_id, err)) < 0)
+                return na_error_prefix(err, "app %s", app_id);
+        if (r > 0)
+                log_info("app %s: app.delete ended %d open SFTP session%s", app_id, r, r == 1 ? "" : "s");
+        return 0;
 }
 
 static JOB_KIND(sftp_set_kind, "app.sftp.set", .target = PROTO_TARGET_APP, .changes = true, .decode = decode,

@@ -30,7 +30,7 @@ static void limiter(void **state)
 {
         (void)state;
         static struct sftp_ratelimit rl;
-        sftp_ratelimit_init(&rl, 3, 300, 600);
+        sftp_ratelimit_init(&rl, 3, 300, 600, 0);
         time_t t = 1000;
         assert_false(sftp_ratelimit_fail(&rl, "addr:1.2.3.4", t));
         assert_false(sftp_ratelimit_fail(&rl, "addr:1.2.3.4", t + 10));
