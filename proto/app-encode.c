@@ -79,14 +79,15 @@ json_t *proto_app_encode(const struct proto_app *a)
                 return NULL;
         }
         json_t *group = a->group_id ? json_pack("{s:s}", "id", a->group_id) : json_null();
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:{s:s}, s:o, s:s, s:I, s:b, s:o, s:o}",
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:{s:s}, s:o, s:s, s:I, s:b, s:o, s:o, s:o}",
                          "id", a->id, "name", a->name, "hostname", a->hostname, "type",
                          proto_app_types[(unsigned)a->type <= PROTO_APP_TYPE_SERVICE ? a->type : PROTO_APP_TYPE_APP],
                          "version", a->version, "command", strv_json(a->command), "sftpUsername", a->sftp_username,
                          "groupId", opt_string(a->group_id), "group", group, "template", "id", a->template_id,
                          "plan", plan, "state", proto_app_record_state_name(a->state), "volumeQuotaMB",
                          (json_int_t)a->plan.volume_quota_mb, "sftpEnabled", a->sftp_enabled, "createdAt",
-                         time_json(a->created_at_ms), "updatedAt", time_json(a->updated_at_ms));
+                         time_json(a->created_at_ms), "updatedAt", time_json(a->updated_at_ms), "volumeSeededAt",
+                         opt_time_json(a->volume_seeded_at_ms));
 }
 
 json_t *proto_app_state_encode(enum proto_app_state s)

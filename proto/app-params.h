@@ -231,13 +231,14 @@ struct proto_app {
         bool sftp_enabled;
         int64_t created_at_ms;
         int64_t updated_at_ms;
+        int64_t volume_seeded_at_ms; /* 0: null (not seeded: new, or nothing in the image there) */
 };
 /* Fill *out from a deploy (borrowing from it); state stopped, sftp off, times 0. */
 void proto_app_from_deploy(const struct proto_app_deploy *d, const char *id, struct proto_app *out);
 /*
  * {id, name, hostname, type, version, command, sftpUsername, groupId, group: {id}|null,
  *  template: {id}, plan: {id?, cpuCores, memoryMB, volumeQuotaMB, pids}, state,
- *  volumeQuotaMB, sftpEnabled, createdAt, updatedAt}
+ *  volumeQuotaMB, sftpEnabled, createdAt, updatedAt, volumeSeededAt}
  */
 json_t *proto_app_encode(const struct proto_app *a);
 

@@ -5,6 +5,7 @@
  * writable layer), and its record, written last: a deploy cut short leaves no record
  * and starts over cleanly when run again. A delete leaves nothing behind.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +55,62 @@ static int deploy_copy(const struct proto_app_deploy *d, struct proto_app_deploy
         if (!canon)
                 return na_error_sys(err, ENOMEM, "app deploy");
         return proto_app_deploy_decode(canon, ret, err);
+}
+
+/*
+ * Volume seeding (AGENT-API 4.2): a volume that is empty when its app is made gets the
+ * files its image holds at the volume's path, once, owned by the app's user, before
+ * the first start; volumeSeededAt says when (never again after, and never for an
+ * image with nothing there).
+ */
+static int seed_volume(struct app *a, const char *volume_path, struct na_error *err)
+{
+        if (a->seeded_ms)
+                return 0;
+        char volume[4300];
+        snprintf(volume, sizeof(volume), "%s/disk/volume", a->dir);
+        _cleanup_close_ int vfd = open(volume, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (vfd < 0)
+                return na_error_sys(err, errno, "app %s: open %s", a->id, volume);
+        int probe = fcntl(vfd, F_DUPFD_CLOEXEC, 3);
+        DIR *dir = probe >= 0 ? fdopendir(probe) : NULL;
+        if (!dir) {
+                if (probe >= 0)
+                        close(probe);
+                return na_error_sys(err, errno, "app %s: read %s", a->id, volume);
+        }
+        bool empty = true;
+        for (struct dirent *e; empty && (e = readdir(dir));)
+                empty = streq(e->d_name, ".") || streq(e->d_name, "..");
+        closedir(dir);
+        if (!empty)
+                return 0; /* a volume that holds data is the customer's: never seeded over */
+        _cleanup_close_ int image = open(a->lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (image < 0)
+                return na_error_sys(err, errno, "app %s: open the image's root %s", a->id, a->lower);
+        uint64_t n = 0;
+        int r = app_fs_seed(image, volume_path, vfd, (uid_t)(a->uid_base + a->run_uid),
+                            (gid_t)(a->uid_base + a->run_gid), &n, err);
+        if (r < 0) {
+                /* Nothing half-seeded stays: the deploy run again finds the volume empty and seeds it whole. */
+                int clean = fcntl(vfd, F_DUPFD_CLOEXEC, 3);
+                DIR *d = clean >= 0 ? fdopendir(clean) : NULL;
+                if (!d && clean >= 0)
+                        close(clean);
+                for (struct dirent *e; d && (e = readdir(d));) {
+                        if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+                                continue;
+                        struct na_error e2 = NA_ERROR_INIT;
+                        (void)app_fs_rm_rf(vfd, e->d_name, &e2);
+                        na_error_clear(&e2);
+                }
+                if (d)
+                        closedir(d);
+                return na_error_prefix(err, "app %s", a->id);
+        }
+        if (n > 0)
+                a->seeded_ms = (int64_t)na_now_real_ms();
+        return 0;
 }
 
 /* The disk: made once, mounted, with its two directories. */
@@ -267,6 +324,8 @@ int app_oci_deploy(struct app_conn *c, const char *id, const struct proto_app_de
                 a->uid_base = ids.uid_base;
                 r = make_disk(a, d->plan.volume_quota_mb, err);
         }
+        if (r >= 0)
+                r = seed_volume(a, d->tmpl.volume_path ? d->tmpl.volume_path : PROTO_APP_VOLUME_PATH_DEFAULT, err);
 
         if (r >= 0) {
                 na_progress_stage(progress, "configuring", 0, NULL);

@@ -48,6 +48,7 @@ struct app {
         uint32_t run_uid, run_gid;       /* the app's user inside (app-user.h); on the host uid_base + these */
         int image_stop_signal;           /* the image's StopSignal; 0: none (SIGTERM) */
         int64_t created_ms, updated_ms;
+        int64_t seeded_ms;               /* when the volume was seeded from the image; 0: never (AGENT-API 4.2) */
         bool want_running;               /* ran before a node reboot: start again */
 
         /* st_lock. */

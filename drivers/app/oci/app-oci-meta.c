@@ -59,7 +59,8 @@ int app_meta_save(struct app *a, struct na_error *err)
                                                "startedAt", (json_int_t)started, "crashes", crash);
         if (doc && (json_object_set_new(doc, "runUid", json_integer(a->run_uid)) < 0 ||
                     json_object_set_new(doc, "runGid", json_integer(a->run_gid)) < 0 ||
-                    json_object_set_new(doc, "imageStopSignal", json_integer(a->image_stop_signal)) < 0))
+                    json_object_set_new(doc, "imageStopSignal", json_integer(a->image_stop_signal)) < 0 ||
+                    json_object_set_new(doc, "volumeSeededAt", json_integer(a->seeded_ms)) < 0))
                 return na_error_sys(err, ENOMEM, "app %s: record", a->id);
         _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
         if (!text)
@@ -103,6 +104,7 @@ int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct n
         a->run_gid = (uint32_t)json_integer_value(json_object_get(doc, "runGid"));
         a->image_stop_signal = (int)json_integer_value(json_object_get(doc, "imageStopSignal"));
         a->created_ms = json_integer_value(json_object_get(doc, "createdAt"));
+        a->seeded_ms = json_integer_value(json_object_get(doc, "volumeSeededAt"));
         a->updated_ms = json_integer_value(json_object_get(doc, "updatedAt"));
         a->want_running = json_is_true(json_object_get(doc, "wantRunning"));
         a->restarts = json_integer_value(json_object_get(doc, "restarts"));

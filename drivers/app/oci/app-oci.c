@@ -117,6 +117,7 @@ json_t *app_record_json(struct app *a)
         pthread_mutex_unlock(&a->st_lock);
         rec.created_at_ms = a->created_ms;
         rec.updated_at_ms = a->updated_ms;
+        rec.volume_seeded_at_ms = a->seeded_ms;
         rec.sftp_enabled = app_oci_sftp_enabled(a);
         return proto_app_encode(&rec);
 }
