@@ -39,6 +39,14 @@ def server_params(hostname, group=None):
                          template={"command": cmd, "startedPattern": "^ready$"})
 
 
+def listening(pid, port):
+    """Whether a TCP socket listens on port in the network namespace of pid."""
+    r = subprocess.run(["nsenter", "-t", str(pid), "-n", "cat", "/proc/net/tcp", "/proc/net/tcp6"],
+                       capture_output=True, text=True)
+    want = ":%04X" % port
+    return any(len(f) > 3 and f[1].endswith(want) and f[3] == "0A" for f in (line.split() for line in r.stdout.splitlines()))
+
+
 def crun_exec(s, app, *argv, timeout=10):
     root = os.path.join(s.agent.state_dir, "apps", "crun")
     return subprocess.run(["/usr/bin/crun", "--root", root, "exec", f"na-{app}", *argv],
@@ -226,7 +234,9 @@ def exposures(s):
         # Outbound: an app reaches the world (the client) through NAT, seen as the node's address.
         listener = subprocess.Popen(["nsenter", "-t", str(client.pid), "-n", "/bin/busybox", "nc", "-l", "-p",
                                      "9000"], stdout=subprocess.PIPE, text=True)
-        time.sleep(0.2)
+        # Send once it listens (a fixed 0.2 s was too short on a loaded machine: the
+        # datagram-less connect found no listener and the test failed).
+        wait_for(lambda: listening(client.pid, 9000), 10, "the client's listener on 9000")
         crun_exec(s, app2, "sh", "-c", f"echo hello-out | nc -w 1 {CLIENT} 9000")
         check(listener.communicate(timeout=5)[0].strip() == "hello-out", "outbound traffic did not arrive")
 
