@@ -163,7 +163,9 @@ def client_ns():
     """A "client" namespace (a sleeping process's) linked to the agent's by a veth pair:
     the agent's side holds the public address."""
     p = subprocess.Popen(["unshare", "-n", "sleep", "600"])
-    time.sleep(0.1)
+    # Once it is in its own namespace (before, a veth "into" it would land in ours).
+    own = os.readlink("/proc/self/ns/net")
+    wait_for(lambda: os.readlink(f"/proc/{p.pid}/ns/net") != own, 10, "the client's network namespace")
     pid = str(p.pid)
     for cmd in (["ip", "link", "add", "cl0", "type", "veth", "peer", "name", "eth0", "netns", pid],
                 ["ip", "addr", "add", f"{PUBLIC}/24", "dev", "cl0"], ["ip", "link", "set", "cl0", "up"],
