@@ -239,8 +239,14 @@ def exposures(s):
         # Send once it listens (a fixed 0.2 s was too short on a loaded machine: the
         # datagram-less connect found no listener and the test failed).
         wait_for(lambda: listening(client.pid, 9000), 10, "the client's listener on 9000")
-        crun_exec(s, app2, "sh", "-c", f"echo hello-out | nc -w 1 {CLIENT} 9000")
-        check(listener.communicate(timeout=5)[0].strip() == "hello-out", "outbound traffic did not arrive")
+        sent = crun_exec(s, app2, "sh", "-c", f"echo hello-out | nc -w 1 {CLIENT} 9000")
+        try:
+            got = listener.communicate(timeout=5)[0].strip()
+        except subprocess.TimeoutExpired:
+            listener.kill()
+            got = listener.communicate()[0].strip()
+        check(got == "hello-out", f"outbound traffic did not arrive: got {got!r}; the app's nc: "
+                                  f"exit {sent.returncode}, {sent.stdout!r} {sent.stderr!r}")
 
         # Domain exposures: stored pending, normalised; refused under the apps domain.
         d1 = str(uuid.uuid4())
