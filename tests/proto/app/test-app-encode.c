@@ -78,7 +78,12 @@ static void test_app_round_trip(void **state)
                        " \"plan\": {\"id\": \"s\", \"cpuCores\": 0.5, \"memoryMB\": 512, \"volumeQuotaMB\": 2048,"
                        "   \"pids\": 512},"
                        " \"state\": \"running\", \"volumeQuotaMB\": 2048, \"sftpEnabled\": true,"
-                       " \"createdAt\": \"2026-11-21T22:26:40.123Z\", \"updatedAt\": \"2026-11-21T22:26:41.000Z\"}");
+                       " \"createdAt\": \"2026-11-21T22:26:40.123Z\", \"updatedAt\": \"2026-11-21T22:26:41.000Z\","
+                       " \"volumeSeededAt\": null}");
+        /* A seeded volume says when (AGENT-API 4.2, volume seeding). */
+        a.volume_seeded_at_ms = 1795300002000;
+        _cleanup_json_ json_t *seeded = proto_app_encode(&a);
+        assert_string_equal(json_string_value(json_object_get(seeded, "volumeSeededAt")), "2026-11-21T22:26:42.000Z");
         /* Every field the params gave reads back as given. */
         const char *same[] = { "name", "hostname", "type", "version", "command", "sftpUsername", "groupId" };
         for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
