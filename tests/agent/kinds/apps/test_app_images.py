@@ -320,6 +320,13 @@ def reboot_conf(s):
     return sftpt.sftp_conf(s)
 
 
+def umount_when_free(path, timeout=10):
+    """umount path once the processes of the agent that stopped (an SFTP session
+    ending on its parent's death) have let go of it."""
+    wait_for(lambda: subprocess.run(["umount", path], capture_output=True).returncode == 0, timeout,
+             f"{path} unmounted")
+
+
 @needs("root")
 @with_setup(agent_conf=reboot_conf)
 def stopped_after_reboot(s):
@@ -339,7 +346,7 @@ def stopped_after_reboot(s):
     # The node reboots: the agent goes, the volume is unmounted, the agent comes back.
     check(s.agent.stop() == 0)
     disk = os.path.join(storage(s), "apps", app, "disk")
-    subprocess.run(["umount", disk], check=True)
+    umount_when_free(disk)
     check(not os.path.ismount(disk), "the volume is still mounted")
     s.agent.start()
     wait_for(sftpt.listening, 15, "nodeagent-sftpd listening again")
@@ -349,7 +356,7 @@ def stopped_after_reboot(s):
     out = sftpt.sftp_ok(s, "gamma", ["ls"], key=key)
     check("saved.txt" in out, out)
     # And the files kinds, after the volume is unmounted again (mounted on demand).
-    subprocess.run(["umount", disk], check=True)
+    umount_when_free(disk)
     names = [e["name"] for e in ok(app_job(s, "app.files.list", app, {"path": "/"}))]
     check("saved.txt" in names, names)
     check(ok(app_job(s, "app.status", app))["state"] == "stopped", "a files kind started the app")

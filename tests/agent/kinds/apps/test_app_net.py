@@ -234,19 +234,25 @@ def exposures(s):
             err = failed(app_job(s, "app.exposure.add", app2, p), "VALIDATION_ERROR")
             check(field in err["details"], err)
         # Outbound: an app reaches the world (the client) through NAT, seen as the node's address.
-        listener = subprocess.Popen(["nsenter", "-t", str(client.pid), "-n", "/bin/busybox", "nc", "-l", "-p",
-                                     "9000"], stdout=subprocess.PIPE, text=True)
-        # Send once it listens (a fixed 0.2 s was too short on a loaded machine: the
-        # datagram-less connect found no listener and the test failed).
-        wait_for(lambda: listening(client.pid, 9000), 10, "the client's listener on 9000")
-        sent = crun_exec(s, app2, "sh", "-c", f"echo hello-out | nc -w 1 {CLIENT} 9000")
-        try:
-            got = listener.communicate(timeout=5)[0].strip()
-        except subprocess.TimeoutExpired:
-            listener.kill()
-            got = listener.communicate()[0].strip()
-        check(got == "hello-out", f"outbound traffic did not arrive: got {got!r}; the app's nc: "
-                                  f"exit {sent.returncode}, {sent.stdout!r} {sent.stderr!r}")
+        # Up to three probes: on a loaded machine one connection was seen to vanish (the
+        # app's nc exited 0, the listener got nothing), once in about twenty runs.
+        tries = []
+        for _ in range(3):
+            listener = subprocess.Popen(["nsenter", "-t", str(client.pid), "-n", "/bin/busybox", "nc", "-l", "-p",
+                                         "9000"], stdout=subprocess.PIPE, text=True)
+            wait_for(lambda: listening(client.pid, 9000), 10, "the client's listener on 9000")
+            sent = crun_exec(s, app2, "sh", "-c", f"echo hello-out | nc -w 1 {CLIENT} 9000")
+            try:
+                got = listener.communicate(timeout=5)[0].strip()
+            except subprocess.TimeoutExpired:
+                listener.kill()
+                got = listener.communicate()[0].strip()
+            tries.append((got, sent.returncode, sent.stdout, sent.stderr))
+            if got == "hello-out":
+                break
+        check(tries[-1][0] == "hello-out", f"outbound traffic did not arrive: {tries}")
+        if len(tries) > 1:
+            print(f"outbound probe: arrived at try {len(tries)}: {tries}")
 
         # Domain exposures: stored pending, normalised; refused under the apps domain.
         d1 = str(uuid.uuid4())
