@@ -23,6 +23,26 @@ PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.execu
 
 
 def free_port():
+    """A TCP port free on 127.0.0.1 for a server a test starts later. Drawn below the
+    kernel's ephemeral range (ip_local_port_range, 32768-60999 here): a port the kernel
+    hands out as the source of an outgoing connection (the suite makes thousands) could
+    be taken again before the server binds it ("Address already in use", seen once
+    with nodeagent-sftpd)."""
+    import random
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    top = max(low - 1, 10001)
+    for _ in range(200):
+        port = random.randint(10000, top)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
