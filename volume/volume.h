@@ -195,8 +195,9 @@ bool app_fs_symlink_target_inside(const char *link_path, const char *target);
  * "Volume seeding"): what the unpacked image (image_root_fd) holds at volume_path is
  * copied in, owned by uid:gid (the app's user on the host), links as links, special
  * files skipped, set-id bits dropped. The image is resolved in its own root, never out
- * of it. *ret_entries: what was copied (0 when the image holds nothing there).
- * QUOTA_EXCEEDED when it does not fit.
+ * of it. A volume that holds anything is left alone. All or nothing: a seed that fails
+ * (QUOTA_EXCEEDED when it does not fit) leaves the volume empty again. *ret_entries:
+ * what was copied (0 when the image holds nothing there, or the volume was not empty).
  */
 int app_fs_seed(int image_root_fd, const char *volume_path, int volume_fd, uid_t uid, gid_t gid, uint64_t *ret_entries,
                 struct na_error *err);

@@ -5,7 +5,6 @@
  * writable layer), and its record, written last: a deploy cut short leaves no record
  * and starts over cleanly when run again. A delete leaves nothing behind.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,42 +71,14 @@ static int seed_volume(struct app *a, const char *volume_path, struct na_error *
         _cleanup_close_ int vfd = open(volume, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (vfd < 0)
                 return na_error_sys(err, errno, "app %s: open %s", a->id, volume);
-        int probe = fcntl(vfd, F_DUPFD_CLOEXEC, 3);
-        DIR *dir = probe >= 0 ? fdopendir(probe) : NULL;
-        if (!dir) {
-                if (probe >= 0)
-                        close(probe);
-                return na_error_sys(err, errno, "app %s: read %s", a->id, volume);
-        }
-        bool empty = true;
-        for (struct dirent *e; empty && (e = readdir(dir));)
-                empty = streq(e->d_name, ".") || streq(e->d_name, "..");
-        closedir(dir);
-        if (!empty)
-                return 0; /* a volume that holds data is the customer's: never seeded over */
         _cleanup_close_ int image = open(a->lower, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (image < 0)
                 return na_error_sys(err, errno, "app %s: open the image's root %s", a->id, a->lower);
         uint64_t n = 0;
         int r = app_fs_seed(image, volume_path, vfd, (uid_t)(a->uid_base + a->run_uid),
                             (gid_t)(a->uid_base + a->run_gid), &n, err);
-        if (r < 0) {
-                /* Nothing half-seeded stays: the deploy run again finds the volume empty and seeds it whole. */
-                int clean = fcntl(vfd, F_DUPFD_CLOEXEC, 3);
-                DIR *d = clean >= 0 ? fdopendir(clean) : NULL;
-                if (!d && clean >= 0)
-                        close(clean);
-                for (struct dirent *e; d && (e = readdir(d));) {
-                        if (streq(e->d_name, ".") || streq(e->d_name, ".."))
-                                continue;
-                        struct na_error e2 = NA_ERROR_INIT;
-                        (void)app_fs_rm_rf(vfd, e->d_name, &e2);
-                        na_error_clear(&e2);
-                }
-                if (d)
-                        closedir(d);
+        if (r < 0)
                 return na_error_prefix(err, "app %s", a->id);
-        }
         if (n > 0)
                 a->seeded_ms = (int64_t)na_now_real_ms();
         return 0;
