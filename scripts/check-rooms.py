@@ -69,20 +69,23 @@ def tracked(root):
     return sorted(f for f in r.stdout.decode().split("\0") if f)
 
 
-def source_files(root):
-    """The source files of the rooms: tracked ones (build trees and stray files are not
-    the project's), every file outside a git checkout but build trees."""
+def all_files(root):
+    """The files of the project: tracked ones in a git checkout (build trees and stray
+    files are not the project's), else every file below root but build trees."""
     files = tracked(root)
     if files is None:
         files = []
         for d, dirs, names in os.walk(root):
             dirs[:] = sorted(x for x in dirs if not x.startswith((".", "build")))
             files += [os.path.relpath(os.path.join(d, n), root) for n in sorted(names)]
-    for p in files:
-        top = p.split("/", 1)[0]
-        if "/" not in p or top.startswith((".", "build")) or top in NOT_ROOMS:
-            continue
-        yield p
+    return [p for p in files if not p.startswith((".", "build"))]
+
+
+def source_files(root):
+    """The files of the rooms: all_files() below a top folder that is not NOT_ROOMS."""
+    for p in all_files(root):
+        if "/" in p and p.split("/", 1)[0] not in NOT_ROOMS:
+            yield p
 
 
 def main():
@@ -164,15 +167,9 @@ def main():
                                    f"{', '.join(sorted(lib_room[lib]))}, which it may not use")
     # 5. one basename, one file
     seen = {}
-    files = tracked(root)
-    if files is None:
-        files = []
-        for d, dirs, names in os.walk(root):
-            dirs[:] = sorted(x for x in dirs if not x.startswith((".", "build")))
-            files += [os.path.relpath(os.path.join(d, n), root) for n in sorted(names)]
-    for p in files:
+    for p in all_files(root):
         f = os.path.basename(p)
-        if f.endswith((".c", ".h", ".py", ".sh")) and not p.startswith(("build", ".")):
+        if f.endswith((".c", ".h", ".py", ".sh")):
             if f in seen:
                 bad.append(f"{p}: shares its name with {seen[f]}")
             else:
