@@ -13,15 +13,15 @@ customer's container first."""
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from nodeagent_harness import BUILD, SRC, Skip, check, free_port, needs, run_cases, wait_for, with_setup  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent", "kinds", "apps"))
+from nodeagent_harness import check, free_port, needs, run_cases, wait_for, with_setup  # noqa: E402
+from test_apps import apps_conf as shared_apps_conf, need_root  # noqa: E402
 
-MKIMAGE = os.path.join(SRC, "tests", "harness", "mkimage.py")
 ECHO = ["/bin/sh", "-c", 'echo ready; while read l; do echo "got $l"; done']
 FLOOD = ["/bin/sh", "-c", "exec yes 'short line'"]
 CPU_CAP = 0.05          # the flooding app's plan
@@ -32,22 +32,12 @@ WINDOW = 5.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def need_root():
-    if os.geteuid() != 0:
-        raise Skip("apps need root (mounts, loop devices, user namespaces)")
-    for tool in ("/usr/bin/crun", "/bin/busybox"):
-        if not os.path.exists(tool):
-            raise AssertionError(f"{tool} is missing: scripts/deps.sh installs it")
-
-
 def apps_conf(s):
-    os.chmod(s.tmp, 0o711)  # containers traverse to their root from inside their user namespace
-    images = os.path.join(s.tmp, "app-images")
-    os.makedirs(images, exist_ok=True)
-    subprocess.run([sys.executable, MKIMAGE, "--layout", os.path.join(images, "busybox"), "--tag", "1"],
-                   check=True, capture_output=True)
-    return {"apps": {"images_dir": images, "monitor": os.path.join(BUILD, "monitor", "nodeagent-monitor"),
-                     "sftp_listen": f"127.0.0.1:{free_port()}", "restart_stagger_sec": "0"}}
+    """The apps' test configuration (tests/agent/kinds/apps), with SFTP on: its
+    nodeagent-sftpd is among the processes whose OOM score is checked."""
+    conf = shared_apps_conf(s)
+    conf["apps"]["sftp_listen"] = f"127.0.0.1:{free_port()}"
+    return conf
 
 
 def deploy_params(name, command, cpu):
