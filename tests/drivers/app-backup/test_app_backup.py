@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "harness"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "agent", "kinds", "apps"))
 from nodeagent_harness import check, check_stages, needs, run_cases, wait_for, with_setup  # noqa: E402
-from test_apps import apps_conf, app_job, deploy_params, events, failed, need_root, ok, wait_output  # noqa: E402
+from test_apps import apps_conf, app_job, deploy_params, events, failed, need_root, ok, wait_events, wait_output  # noqa: E402
 
 ZSTD = "/usr/bin/zstd"
 # Appends a counter to a file ten times a second: a backup of it must be consistent
@@ -98,7 +98,7 @@ def backup_restore(s):
     check(b1["backupId"] == "b1" and len(b1["sha256"]) == 64 and b1["sizeBytes"] > 3 << 20, b1)
     stages = [p["stage"] for p in s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"]]
     check_stages(stages, ["archiving", "compressing"])
-    fin = [e for e in events(s, "backup.finished", app) if e["data"].get("backupId") == "b1"]
+    fin = wait_events(s, "backup.finished", app, lambda e: e["data"].get("backupId") == "b1")
     check(fin and fin[0]["data"]["status"] == "succeeded" and fin[0]["data"]["sha256"] == b1["sha256"], fin)
     check(ok(app_job(s, "app.status", app))["state"] == "running", "the app runs on after its backup")
     # The same backupId again: the same backup.

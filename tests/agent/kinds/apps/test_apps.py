@@ -91,6 +91,17 @@ def events(s, kind, app):
             if e["type"] == kind and e["targetId"] == app]
 
 
+def wait_events(s, kind, app, pred=lambda e: True, timeout=15):
+    """Events travel in reports, apart from the job's result: wait for them."""
+    found = []
+
+    def seen():
+        found[:] = [e for e in events(s, kind, app) if pred(e)]
+        return found
+    wait_for(seen, timeout, f"a {kind} event of {app}")
+    return found
+
+
 def nothing_left(s, app):
     storage = os.path.join(s.agent.state_dir, "apps")
     check(not os.path.exists(os.path.join(storage, "apps", app)), "the app's directory is left")
