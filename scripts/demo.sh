@@ -6,6 +6,14 @@ set -eu
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 ./scripts/build.sh
+if [ "$(id -u)" -eq 0 ]; then
+  # Downloads happen here, before the private network namespace below (nothing resolves
+  # in it): the real guest of the demo's last part (Debian's kernel and busybox, built
+  # once per build tree; the demo says so and skips that part when it cannot be built).
+  echo "demo: preparing the real guest (the first time downloads Debian's kernel: about a minute)" >&2
+  /bin/sh tests/drivers/vm-real/guest.sh build/tests/drivers/vm-real/guest ||
+    echo "demo: the real guest could not be built; its part will be skipped" >&2
+fi
 if [ "$(id -u)" -eq 0 ] && unshare -n true 2>/dev/null; then
   # A private network namespace: the firewall never touches the host's ruleset,
   # and the controller and agent talk over the namespace's own loopback.
