@@ -190,8 +190,15 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         if (r < 0 && r != -ENOENT)
                 return r;
         bool had_meta = r == 0;
-        if (had_meta && !m.installing && vm_lv_exists(c, id))
-                return vm_lv_get_server(c, id, ret, err); /* created before: converged */
+        if (had_meta && !m.installing && vm_lv_exists(c, id)) {
+                if (vm_meta_matches_create(&m, spec))
+                        return vm_lv_get_server(c, id, ret, err); /* created before: converged */
+                /* Another server under this id: never installed over (as app.deploy). */
+                r = na_error_set(err, EEXIST, NA_E_INVALID_STATE,
+                                 "vps %s: created already with other params; delete it first", id);
+                na_error_detail(err, "state", json_string("created"));
+                return r;
+        }
 
         na_progress_stage(progress, "preparing-disk", 0, "verifying the template image");
         if ((r = na_progress_checkpoint(progress, err)) < 0)

@@ -151,6 +151,13 @@ int vm_lv_snapshot_create(struct vm_conn *c, const char *id, const char *snapsho
         for (int i = 0; i < n; i++)
                 count += ours(snaps[i]);
         snapshots_free(snaps, n);
+        /* The plan kept at create or upgrade bounds the job's own number (a job asking
+         * for more than the customer's plan gets the plan's). */
+        _cleanup_(vm_meta_clear) struct vm_meta m = { 0 };
+        if ((r = vm_meta_load(c->meta_dir, id, &m, err)) < 0 && r != -ENOENT)
+                return r;
+        if (r == 0 && m.plan.max_snapshots < max_snapshots)
+                max_snapshots = m.plan.max_snapshots;
         if (count >= max_snapshots) {
                 na_error_set(err, ENOSPC, NA_E_SNAPSHOT_LIMIT, "vps %s: the plan allows %lld snapshots and %lld exist",
                              id, (long long)max_snapshots, (long long)count);

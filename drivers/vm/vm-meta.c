@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/fault.h"
 #include "common/fileio.h"
@@ -65,6 +66,41 @@ int vm_meta_set_keys(struct vm_meta *m, char *const *keys, struct na_error *err)
         proto_strv_free(m->ssh_keys);
         m->ssh_keys = v;
         return 0;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+        return a && b ? strcmp(a, b) == 0 : !a && !b;
+}
+
+static bool same_plan(const struct proto_vps_plan *a, const struct proto_vps_plan *b)
+{
+        return a->cpu_cores == b->cpu_cores && a->cpu_threads == b->cpu_threads && a->ram_mb == b->ram_mb &&
+               a->storage_mb == b->storage_mb && a->network_speed_mbps == b->network_speed_mbps &&
+               a->bandwidth_limit_gb == b->bandwidth_limit_gb && a->max_snapshots == b->max_snapshots;
+}
+
+static bool same_keys(char *const *a, char *const *b)
+{
+        for (; a && *a && b && *b; a++, b++)
+                if (strcmp(*a, *b) != 0)
+                        return false;
+        return !(a && *a) && !(b && *b);
+}
+
+static bool same_inputs(json_t *a, json_t *b)
+{
+        bool a_none = !a || json_object_size(a) == 0, b_none = !b || json_object_size(b) == 0;
+        return a_none || b_none ? a_none && b_none : json_equal(a, b);
+}
+
+bool vm_meta_matches_create(const struct vm_meta *m, const struct vm_create_spec *spec)
+{
+        return same_str(m->name, spec->name) && spec->hostname && strcasecmp(m->hostname, spec->hostname) == 0 &&
+               same_plan(&m->plan, &spec->plan) && same_str(m->template_id, spec->tmpl.id) &&
+               same_str(m->image_slug, spec->tmpl.image_slug) && m->os == spec->tmpl.os &&
+               same_keys(m->ssh_keys, spec->ssh_keys) && same_inputs(m->inputs, spec->inputs) &&
+               vm_password_matches(spec->password, m->password_hash);
 }
 
 static char *meta_path(const char *dir, const char *id)

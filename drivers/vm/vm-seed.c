@@ -37,6 +37,20 @@ int vm_password_hash(const char *password, char **ret, struct na_error *err)
         return r;
 }
 
+bool vm_password_matches(const char *password, const char *hash)
+{
+        if (!password || !hash)
+                return !password && !hash;
+        struct crypt_data *cd = calloc(1, sizeof(*cd));
+        if (!cd)
+                return false;
+        const char *h = crypt_rn(password, hash, cd, sizeof(*cd));
+        bool same = h && h[0] != '*' && strcmp(h, hash) == 0;
+        explicit_bzero(cd, sizeof(*cd));
+        free(cd);
+        return same;
+}
+
 static char *dump(json_t *doc, const char *head)
 {
         _cleanup_free_ char *body = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

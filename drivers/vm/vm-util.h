@@ -54,6 +54,10 @@ int vm_meta_save(const char *meta_dir, const struct vm_meta *m, struct na_error 
 int vm_meta_remove(const char *meta_dir, const char *id, struct na_error *err);
 size_t vm_meta_ssh_key_count(const struct vm_meta *m);
 int vm_meta_set_keys(struct vm_meta *m, char *const *keys, struct na_error *err);
+struct vm_create_spec;
+/* The server is already what this vps.create asks for: its name, hostname, plan,
+ * template, keys, inputs and password as they are now. */
+bool vm_meta_matches_create(const struct vm_meta *m, const struct vm_create_spec *spec);
 
 /* ---- vm-templates.c ---- */
 
@@ -94,6 +98,8 @@ int vm_templates_verify(struct vm_templates *t, const struct vm_template *tmpl, 
 
 /* SHA-512 crypt(3) hash ("$6$<random salt>$...") of a password. */
 int vm_password_hash(const char *password, char **ret, struct na_error *err);
+/* password hashes to hash with hash's own salt (both NULL: true; one NULL: false). */
+bool vm_password_matches(const char *password, const char *hash);
 /* The three seed documents (exposed for tests): new strings. */
 int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_data, char **ret_user_data,
                       char **ret_network_config, struct na_error *err);

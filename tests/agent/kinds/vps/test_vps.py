@@ -261,5 +261,43 @@ def firewall(s):
     run.job("vps.firewall.set", cfg, ok="VPS_NOT_FOUND")
 
 
+@with_setup(agent_conf=conf)
+def server_rules(s):
+    """Issue 22 item 5: the plan's maxSnapshots bounds a job asking for more; a create
+    of an existing id converges only with the same params."""
+    run = Run(s)
+    params = {"name": "rules-1", "hostname": "rules-1", "plan": dict(PLAN, maxSnapshots=1),
+              "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+              "vmPassword": "Sup3r!secret", "sshPublicKeys": [KEY]}
+    run.job("vps.create", params)
+    run.job("vps.snapshot.create", {"snapshotId": "s1", "name": "one", "maxSnapshots": 5})
+    r, _ = run.job("vps.snapshot.create", {"snapshotId": "s2", "name": "two", "maxSnapshots": 5},
+                   ok="SNAPSHOT_LIMIT_REACHED")
+    check(r["error"]["details"].get("maxSnapshots") == 1, r)
+    # The same snapshot again answers it, even at the limit.
+    r, _ = run.job("vps.snapshot.create", {"snapshotId": "s1", "name": "one", "maxSnapshots": 5})
+    check(r["data"]["snapshotId"] == "s1", r)
+    # An upgrade raises the plan's limit: the job's own number counts again.
+    run.job("vps.upgrade", {"plan": dict(PLAN, maxSnapshots=3)})
+    run.job("vps.snapshot.create", {"snapshotId": "s2", "name": "two", "maxSnapshots": 2})
+    run.job("vps.snapshot.create", {"snapshotId": "s3", "name": "three", "maxSnapshots": 5})
+    run.job("vps.snapshot.create", {"snapshotId": "s4", "name": "four", "maxSnapshots": 5},
+            ok="SNAPSHOT_LIMIT_REACHED")  # the plan's 3
+
+    # A create of this id with other params: refused, nothing changed.
+    upgraded = dict(params, plan=dict(PLAN, maxSnapshots=3))
+    for other in (dict(upgraded, hostname="other-1"), dict(upgraded, vmPassword="An0ther!secret"),
+                  dict(upgraded, sshPublicKeys=[]), dict(upgraded, template={"id": "ubuntu-24.04",
+                                                                           "imageSlug": "2024.10", "os": "linux"})):
+        r, _ = run.job("vps.create", other, ok="INVALID_STATE")
+        check(r["error"]["details"].get("state") == "created", r)
+    r, _ = run.job("vps.status")
+    check(r["data"]["state"] == "running", r)
+    # The same params as the server now is: the server.
+    r, _ = run.job("vps.create", upgraded)
+    check(r["data"]["hostname"] == "rules-1" and r["data"]["id"] == VPS, r)
+    run.job("vps.delete")
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases({f.__name__: f for f in [lifecycle, events_and_metrics, firewall]}))
+    sys.exit(run_cases({f.__name__: f for f in [lifecycle, events_and_metrics, firewall, server_rules]}))
