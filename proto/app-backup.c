@@ -98,37 +98,6 @@ int proto_app_backup_ref_decode(json_t *params, struct proto_app_backup_ref **re
         return 0;
 }
 
-int proto_app_backup_transfer_decode(json_t *params, const char *method, int64_t now_ms,
-                                     struct proto_app_backup_transfer **ret, struct na_error *err)
-{
-        struct proto_app_backup_transfer p = { 0 };
-        bool ok = proto_backup_id_field(params, "backupId", p.backup_id, err);
-        json_t *tv = params && json_is_object(params) ? json_object_get(params, "transfer") : NULL;
-        int r = proto_transfer_decode(tv, "transfer", method, now_ms, &p.transfer, err);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0 || !ok) {
-                proto_transfer_free(p.transfer);
-                return -EINVAL;
-        }
-        struct proto_app_backup_transfer *o = malloc(sizeof(*o));
-        if (!o) {
-                proto_transfer_free(p.transfer);
-                return na_error_sys(err, ENOMEM, "app.backup transfer params");
-        }
-        *o = p;
-        *ret = o;
-        return 0;
-}
-
-void proto_app_backup_transfer_free(struct proto_app_backup_transfer *p)
-{
-        if (!p)
-                return;
-        proto_transfer_free(p->transfer);
-        free(p);
-}
-
 json_t *proto_app_backup_encode(const struct proto_app_backup *b)
 {
         return proto_vps_backup_encode(b);

@@ -21,7 +21,6 @@
 
 #include "common/error.h"
 #include "proto/backup.h"
-#include "proto/transfer-spec.h"
 #include "proto/vps.h"
 
 #define PROTO_APP_BACKUP_IGNORE_MAX 1000
@@ -42,18 +41,6 @@ struct proto_app_backup_ref {
         char backup_id[PROTO_VPS_OBJECT_ID_MAX + 1];
 };
 int proto_app_backup_ref_decode(json_t *params, struct proto_app_backup_ref **ret, struct na_error *err);
-
-/*
- * app.backup.export (method "PUT") and app.backup.import ("GET"): {backupId, transfer}
- * (proto/transfer-spec.h: problems under "transfer.<member>"; now_ms for expiresAt).
- */
-struct proto_app_backup_transfer {
-        char backup_id[PROTO_VPS_OBJECT_ID_MAX + 1];
-        struct proto_transfer *transfer;
-};
-int proto_app_backup_transfer_decode(json_t *params, const char *method, int64_t now_ms,
-                                     struct proto_app_backup_transfer **ret, struct na_error *err);
-void proto_app_backup_transfer_free(struct proto_app_backup_transfer *p); /* NULL-safe */
 
 /* Backup, and an array of them. */
 json_t *proto_app_backup_encode(const struct proto_app_backup *b);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "proto/transfer-spec.h"
 #include "proto/vps.h"
 
 /* A backupId-like field (1..64 of [A-Za-z0-9_-]) of obj into buf; false with err filled on key. */
@@ -32,3 +33,16 @@ int proto_backup_limits_decode(json_t *obj, struct proto_vps_backup_limits *out,
  */
 void proto_backup_retention(const struct proto_vps_backup *list, size_t n, const struct proto_vps_backup_limits *limits,
                             int64_t now_ms, bool *gone);
+
+/*
+ * vps.backup.export and app.backup.export (method "PUT"), vps.backup.import and
+ * app.backup.import ("GET"): {backupId, transfer} (proto/transfer-spec.h: problems
+ * under "transfer.<member>"; now_ms for expiresAt).
+ */
+struct proto_backup_transfer {
+        char backup_id[PROTO_VPS_OBJECT_ID_MAX + 1];
+        struct proto_transfer *transfer;
+};
+int proto_backup_transfer_decode(json_t *params, const char *method, int64_t now_ms,
+                                 struct proto_backup_transfer **ret, struct na_error *err);
+void proto_backup_transfer_free(struct proto_backup_transfer *p); /* NULL-safe */

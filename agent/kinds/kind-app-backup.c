@@ -143,19 +143,19 @@ static int list_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_e
 
 static int export_decode(json_t *params, void **ret, struct na_error *err)
 {
-        return proto_app_backup_transfer_decode(params, "PUT", (int64_t)na_now_real_ms(),
-                                                (struct proto_app_backup_transfer **)ret, err);
+        return proto_backup_transfer_decode(params, "PUT", (int64_t)na_now_real_ms(),
+                                                (struct proto_backup_transfer **)ret, err);
 }
 
 static int import_decode(json_t *params, void **ret, struct na_error *err)
 {
-        return proto_app_backup_transfer_decode(params, "GET", (int64_t)na_now_real_ms(),
-                                                (struct proto_app_backup_transfer **)ret, err);
+        return proto_backup_transfer_decode(params, "GET", (int64_t)na_now_real_ms(),
+                                                (struct proto_backup_transfer **)ret, err);
 }
 
 static void transfer_free(void *p)
 {
-        proto_app_backup_transfer_free(p);
+        proto_backup_transfer_free(p);
 }
 
 /* The Backup, with the parts' ETags after a multipart upload. */
@@ -183,7 +183,7 @@ static int transfer_answer(struct backup_job *j, const char *what, const char *b
 
 static int export_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
 {
-        const struct proto_app_backup_transfer *p = params;
+        const struct proto_backup_transfer *p = params;
         struct backup_job j;
         struct proto_app_backup b;
         struct transfer_options o;
@@ -201,7 +201,7 @@ static int export_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
 
 static int import_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
 {
-        const struct proto_app_backup_transfer *p = params;
+        const struct proto_backup_transfer *p = params;
         struct backup_job j;
         struct proto_app_backup b;
         struct transfer_options o;

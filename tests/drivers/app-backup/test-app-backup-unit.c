@@ -188,25 +188,25 @@ static void test_decode_transfer(void **state)
 {
         (void)state;
         struct na_error err = NA_ERROR_INIT;
-        struct proto_app_backup_transfer *p = NULL;
+        struct proto_backup_transfer *p = NULL;
         _cleanup_json_ json_t *good = J("{\"backupId\":\"b1\",\"transfer\":{\"url\":\"https://s3.example.com/k?sig=1\","
                                         "\"method\":\"GET\",\"sha256\":\"ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789\"}}");
-        assert_int_equal(proto_app_backup_transfer_decode(good, "GET", 0, &p, &err), 0);
+        assert_int_equal(proto_backup_transfer_decode(good, "GET", 0, &p, &err), 0);
         assert_string_equal(p->backup_id, "b1");
         assert_true(p->transfer->has_sha256);
         assert_string_equal(p->transfer->sha256, "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
-        proto_app_backup_transfer_free(p);
+        proto_backup_transfer_free(p);
 
         /* The wrong method for the kind, a bad id, a plain http URL: each named. */
         _cleanup_json_ json_t *bad = J("{\"backupId\":\"../x\",\"transfer\":{\"url\":\"http://10.0.0.1/k\","
                                        "\"method\":\"GET\"}}");
-        assert_int_equal(proto_app_backup_transfer_decode(bad, "PUT", 0, &p, &err), -EINVAL);
+        assert_int_equal(proto_backup_transfer_decode(bad, "PUT", 0, &p, &err), -EINVAL);
         assert_true(has_field(&err, "backupId", NULL));
         assert_true(has_field(&err, "transfer", "method"));
         assert_true(has_field(&err, "transfer", "url"));
         na_error_clear(&err);
         _cleanup_json_ json_t *none = J("{\"backupId\":\"b1\"}");
-        assert_int_equal(proto_app_backup_transfer_decode(none, "GET", 0, &p, &err), -EINVAL);
+        assert_int_equal(proto_backup_transfer_decode(none, "GET", 0, &p, &err), -EINVAL);
         assert_true(has_field(&err, "transfer", NULL));
         na_error_clear(&err);
 }
