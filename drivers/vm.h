@@ -109,6 +109,7 @@ struct vm_create_spec {
         char *const *ssh_keys;      /* NULL-terminated; NULL: none */
         json_t *inputs;             /* borrowed; NULL: none */
         bool no_start;              /* define only (create still ends at stage booting) */
+        const char *restore_backup_id; /* the disk from this backup of the server, not the template; NULL: none */
 };
 
 /* Field names used for template errors (create: "template.id", reinstall: "templateId"). */
@@ -222,6 +223,22 @@ struct vm_driver {
         int (*backup_restore)(struct vm_conn *conn, const char *vps_id, const char *backup_id,
                               const struct na_progress *progress, struct na_error *err);
         int (*backup_delete)(struct vm_conn *conn, const char *vps_id, const char *backup_id, struct na_error *err);
+        /*
+         * Moving a server between nodes (vps.backup.export and .import, AGENT-API 4.1);
+         * the server itself need not be on the node. open: the backup's archive,
+         * read-only, and its record (BACKUP_NOT_FOUND). tmpfile: an unnamed file in the
+         * server's backups directory for an import to download into. adopt: fd's bytes
+         * become backup backup_id once they are a whole zstd stream whose sha256 is the
+         * one given (if given; else 422 on "transfer.sha256") holding a standalone qcow2
+         * (no backing or data file: 422 on "transfer"); INVALID_STATE when the id
+         * exists. Nothing is kept on failure; the caller closes fd.
+         */
+        int (*backup_open)(struct vm_conn *conn, const char *vps_id, const char *backup_id, int *ret_fd,
+                           struct proto_vps_backup *ret, struct na_error *err);
+        int (*backup_tmpfile)(struct vm_conn *conn, const char *vps_id, int *ret_fd, struct na_error *err);
+        int (*backup_adopt)(struct vm_conn *conn, const char *vps_id, const char *backup_id, int fd,
+                            const char *sha256, const struct na_progress *progress, struct proto_vps_backup *ret,
+                            struct na_error *err);
 
         /*
          * Live consoles (agent/console/consoles.c): a running server's serial console (its pty)

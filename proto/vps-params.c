@@ -283,6 +283,9 @@ int proto_vps_create_decode(json_t *params, struct proto_vps_create **ret, struc
                 p->ssh_keys = NULL;
         }
         ok &= proto_vps_inputs_field(params, "inputs", 0, &p->inputs, err) >= 0;
+        if (params && json_object_get(params, "restoreBackupId") &&
+            !json_is_null(json_object_get(params, "restoreBackupId")))
+                ok &= proto_backup_id_field(params, "restoreBackupId", p->restore_backup_id, err);
 
         /* Credentials: a password, a key or both; Windows requires a password and refuses keys. */
         if (ok && p->tmpl.os == PROTO_VPS_OS_WINDOWS) {

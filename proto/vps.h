@@ -84,6 +84,9 @@ struct proto_vps_create {
         const char *password;  /* NULL: none */
         char **ssh_keys;       /* NULL-terminated; NULL when none */
         json_t *inputs;        /* borrowed; NULL when none */
+        /* restoreBackupId: build the disk from this backup of the server (moved from
+         * another node, AGENT-API 4.1) instead of the template; "" when absent. */
+        char restore_backup_id[PROTO_VPS_OBJECT_ID_MAX + 1];
 };
 int proto_vps_create_decode(json_t *params, struct proto_vps_create **ret, struct na_error *err);
 void proto_vps_create_free(struct proto_vps_create *p);

@@ -41,6 +41,7 @@ static int create_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
                 .password = p->password,
                 .ssh_keys = p->ssh_keys,
                 .inputs = p->inputs,
+                .restore_backup_id = p->restore_backup_id[0] ? p->restore_backup_id : NULL,
         };
         struct proto_vps_server srv;
         if ((r = j.vm->create(j.conn, &spec, &j.progress, &srv, err)) < 0)

@@ -1,14 +1,20 @@
 /*
- * What a server keeps of its past: vps.snapshot.* and vps.backup.*. A finished
- * backup (made or failed once work began) is told to the central API with a
- * backup.finished event.
+ * What a server keeps of its past: vps.snapshot.* and vps.backup.*, and its
+ * backups' way to another node through object storage (vps.backup.export and
+ * vps.backup.import, transfer/transfer.h). A finished backup (made or failed once
+ * work began) is told to the central API with a backup.finished event.
  */
 #include "agent/kinds/kind-vps.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/base/services.h"
+#include "common/macro.h"
+#include "common/timeutil.h"
+#include "proto/backup.h"
+#include "transfer/transfer.h"
 
 static const char *const backup_stages[] = { "exporting", "compressing", NULL };
 
@@ -189,3 +195,98 @@ JOB_KIND(vps_backup_restore_kind, "vps.backup.restore", .target = PROTO_TARGET_V
          .decode = backup_ref_decode, .free_params = params_free, .run = backup_restore_run);
 JOB_KIND(vps_backup_delete_kind, "vps.backup.delete", .target = PROTO_TARGET_VPS, .changes = true,
          .decode = backup_ref_decode, .free_params = params_free, .run = backup_delete_run);
+
+/* ---- moving a server: export and import through object storage ---- */
+
+static const char *const transfer_stages[] = { "transferring", NULL };
+
+static int export_decode(json_t *params, void **ret, struct na_error *err)
+{
+        return proto_backup_transfer_decode(params, "PUT", (int64_t)na_now_real_ms(),
+                                            (struct proto_backup_transfer **)ret, err);
+}
+
+static int import_decode(json_t *params, void **ret, struct na_error *err)
+{
+        return proto_backup_transfer_decode(params, "GET", (int64_t)na_now_real_ms(),
+                                            (struct proto_backup_transfer **)ret, err);
+}
+
+static void transfer_free(void *p)
+{
+        proto_backup_transfer_free(p);
+}
+
+/* The Backup, with the parts' ETags after a multipart upload. */
+static int transfer_answer(struct vps_job *j, const char *what, const char *backup_id, int r,
+                           const struct proto_vps_backup *b, struct transfer_result *res, json_t **ret,
+                           struct na_error *err)
+{
+        if (r >= 0 && !(*ret = proto_vps_backup_encode(b)))
+                r = na_error_sys(err, ENOMEM, "vps %s: backup %s", j->id, backup_id);
+        if (r >= 0 && res->n_etags > 0) {
+                json_t *parts = proto_transfer_parts_encode(res->etags, res->n_etags);
+                if (!parts || json_object_set_new(*ret, "parts", parts) < 0) {
+                        json_decref(*ret);
+                        *ret = NULL;
+                        r = na_error_sys(err, ENOMEM, "vps %s: backup %s", j->id, backup_id);
+                }
+        }
+        if (r < 0 && (err->errnum == ENOSPC || err->errnum == EDQUOT))
+                r = na_error_set(err, ENOSPC, NA_E_INTERNAL, "the node's backups directory is full; nothing was kept");
+        if (r < 0 && !strstr(err->message, backup_id))
+                na_error_prefix(err, "vps %s: backup %s: %s", j->id, backup_id, what);
+        transfer_result_clear(res);
+        return r;
+}
+
+static int backup_export_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_backup_transfer *p = params;
+        struct vps_job j;
+        struct proto_vps_backup b = { 0 };
+        struct transfer_options o;
+        struct transfer_result res = { 0 };
+        _cleanup_close_ int fd = -1;
+        int r = vps_job_begin(ctx, &j, err);
+        if (r >= 0)
+                r = j.vm->backup_open(j.conn, j.id, p->backup_id, &fd, &b, err);
+        if (r >= 0) {
+                services_transfer_options(j.services, &o);
+                r = transfer_put(&o, p->transfer, fd, (uint64_t)b.size_bytes, &j.progress, &res, err);
+        }
+        return transfer_answer(&j, "export", p->backup_id, r, &b, &res, ret, err);
+}
+
+/* The largest server disk a plan may have (proto/vps.h: storageMB), compressed or not. */
+#define IMPORT_MAX_BYTES ((uint64_t)16777216 << 20)
+
+static int backup_import_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_backup_transfer *p = params;
+        struct vps_job j;
+        struct proto_vps_backup b = { 0 };
+        struct transfer_options o;
+        struct transfer_result res = { 0 };
+        _cleanup_close_ int fd = -1;
+        int r = vps_job_begin(ctx, &j, err);
+        if (r >= 0)
+                r = j.vm->backup_tmpfile(j.conn, j.id, &fd, err);
+        if (r >= 0) {
+                services_transfer_options(j.services, &o);
+                o.max_bytes = IMPORT_MAX_BYTES;
+                o.max_bytes_what = "the largest disk a plan may have";
+                r = transfer_get(&o, p->transfer, fd, &j.progress, &res, err);
+        }
+        if (r >= 0)
+                r = job_checkpoint(ctx, err);
+        if (r >= 0)
+                r = j.vm->backup_adopt(j.conn, j.id, p->backup_id, fd,
+                                       p->transfer->has_sha256 ? p->transfer->sha256 : NULL, &j.progress, &b, err);
+        return transfer_answer(&j, "import", p->backup_id, r, &b, &res, ret, err);
+}
+
+JOB_KIND(vps_backup_export_kind, "vps.backup.export", .target = PROTO_TARGET_VPS, .changes = false,
+         .stages = transfer_stages, .decode = export_decode, .free_params = transfer_free, .run = backup_export_run);
+JOB_KIND(vps_backup_import_kind, "vps.backup.import", .target = PROTO_TARGET_VPS, .changes = true,
+         .stages = transfer_stages, .decode = import_decode, .free_params = transfer_free, .run = backup_import_run);

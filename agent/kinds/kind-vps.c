@@ -180,5 +180,7 @@ job_kind_list vps_job_kinds = {
         &vps_backup_list_kind,
         &vps_backup_restore_kind,
         &vps_backup_delete_kind,
+        &vps_backup_export_kind,
+        &vps_backup_import_kind,
         NULL,
 };

@@ -25,4 +25,4 @@ extern const struct job_kind vps_create_kind, vps_reinstall_kind;
 extern const struct job_kind vps_snapshot_create_kind, vps_snapshot_list_kind, vps_snapshot_revert_kind,
         vps_snapshot_delete_kind;
 extern const struct job_kind vps_backup_create_kind, vps_backup_list_kind, vps_backup_restore_kind,
-        vps_backup_delete_kind;
+        vps_backup_delete_kind, vps_backup_export_kind, vps_backup_import_kind;

@@ -32,8 +32,47 @@ static void meter_start(struct na_progress_meter *meter, int fd)
                 na_progress_meter_total(meter, fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0);
 }
 
-int vm_archive_compress(const char *src, const char *dst, struct na_progress_meter *meter, char sha256[65],
-                        uint64_t *ret_size, struct na_error *err)
+#define SKIPPABLE_MAGIC 0x184D2A50u /* the first of zstd's 16 skippable frame magics: ours */
+
+static void le32(unsigned char *p, uint32_t v)
+{
+        for (int i = 0; i < 4; i++)
+                p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int vm_archive_meta(int fd, char **ret, struct na_error *err)
+{
+        *ret = NULL;
+        unsigned char head[8];
+        ssize_t n = pread(fd, head, sizeof(head), 0);
+        if (n < 0)
+                return na_error_sys(err, errno, "read the archive's head");
+        if (n < (ssize_t)sizeof(head) || get_le32(head) != SKIPPABLE_MAGIC)
+                return 0;
+        uint32_t len = get_le32(head + 4);
+        if (len > VM_ARCHIVE_META_MAX)
+                return na_error_set(err, EBADMSG, NA_E_INTERNAL, "the archive's record is %u bytes (at most %u)", len,
+                                    VM_ARCHIVE_META_MAX);
+        _cleanup_free_ char *text = malloc((size_t)len + 1);
+        if (!text)
+                return na_error_sys(err, ENOMEM, "the archive's record");
+        n = pread(fd, text, len, sizeof(head));
+        if (n < 0)
+                return na_error_sys(err, errno, "read the archive's record");
+        if ((uint32_t)n != len || memchr(text, 0, len))
+                return na_error_set(err, EBADMSG, NA_E_INTERNAL, "the archive's record is cut short or not text");
+        text[len] = 0;
+        *ret = TAKE_PTR(text);
+        return 0;
+}
+
+int vm_archive_compress(const char *src, const char *dst, const char *meta, struct na_progress_meter *meter,
+                        char sha256[65], uint64_t *ret_size, struct na_error *err)
 {
         _cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
         if (in < 0)
@@ -55,6 +94,20 @@ int vm_archive_compress(const char *src, const char *dst, struct na_progress_met
         if (!ibuf || !obuf)
                 return na_error_sys(err, ENOMEM, "compress %s", src);
         uint64_t total = 0, since = 0, read_bytes = 0;
+        if (meta) {
+                size_t len = strlen(meta);
+                if (len > VM_ARCHIVE_META_MAX)
+                        return na_error_set(err, E2BIG, NA_E_INTERNAL, "compress %s: record too long", src);
+                unsigned char head[8];
+                le32(head, SKIPPABLE_MAGIC);
+                le32(head + 4, (uint32_t)len);
+                int r = na_write_all(out, head, sizeof(head), dst, err);
+                if (r < 0 || (r = na_write_all(out, meta, len, dst, err)) < 0)
+                        return r;
+                EVP_DigestUpdate(md, head, sizeof(head));
+                EVP_DigestUpdate(md, meta, len);
+                total += sizeof(head) + len;
+        }
         for (;;) {
                 ssize_t n = read_some(in, ibuf, in_cap);
                 if (n < 0)
@@ -120,16 +173,15 @@ static int damaged(int in, EVP_MD_CTX *md, char *buf, size_t cap, const char *sr
         return na_error_set(err, EBADMSG, NA_E_INTERNAL, "decompress %s: %s", src, why);
 }
 
-int vm_archive_decompress(const char *src, const char *dst, const char *expected_sha256,
-                          struct na_progress_meter *meter, struct na_error *err)
+/* Decode in from its current offset into out (-1: nowhere), hashing what is read. */
+static int decode(int in, int out, const char *src, const char *dst, const char *expected_sha256,
+                  unsigned char *head, size_t head_len, char *ret_sha256, struct na_progress_meter *meter,
+                  struct na_error *err)
 {
-        _cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
-        if (in < 0)
-                return na_error_sys(err, errno, "open %s", src);
+        size_t head_got = 0;
+        if (head)
+                memset(head, 0, head_len);
         meter_start(meter, in);
-        _cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (out < 0)
-                return na_error_sys(err, errno, "create %s", dst);
         _cleanup_(ZSTD_freeDCtxp) ZSTD_DCtx *dctx = ZSTD_createDCtx();
         _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
         if (!dctx || !md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
@@ -157,7 +209,12 @@ int vm_archive_decompress(const char *src, const char *dst, const char *expected
                         if (ZSTD_isError(pending))
                                 return damaged(in, md, ibuf, in_cap, src, expected_sha256, ZSTD_getErrorName(pending),
                                                err);
-                        int r = na_write_all(out, obuf, ob.pos, dst, err);
+                        if (head && head_got < head_len) {
+                                size_t k = ob.pos < head_len - head_got ? ob.pos : head_len - head_got;
+                                memcpy(head + head_got, obuf, k);
+                                head_got += k;
+                        }
+                        int r = out >= 0 ? na_write_all(out, obuf, ob.pos, dst, err) : 0;
                         if (r < 0)
                                 return r;
                 }
@@ -181,7 +238,27 @@ int vm_archive_decompress(const char *src, const char *dst, const char *expected
         if (expected_sha256 && !streq(hex, expected_sha256))
                 return na_error_set(err, EBADMSG, NA_E_INTERNAL, "%s: sha256 %s does not match the recorded %s", src,
                                     hex, expected_sha256);
-        if (fsync(out) < 0)
+        if (ret_sha256)
+                memcpy(ret_sha256, hex, 65);
+        if (out >= 0 && fsync(out) < 0)
                 return na_error_sys(err, errno, "fsync %s", dst);
         return 0;
+}
+
+int vm_archive_decompress(const char *src, const char *dst, const char *expected_sha256,
+                          struct na_progress_meter *meter, struct na_error *err)
+{
+        _cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
+        if (in < 0)
+                return na_error_sys(err, errno, "open %s", src);
+        _cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (out < 0)
+                return na_error_sys(err, errno, "create %s", dst);
+        return decode(in, out, src, dst, expected_sha256, NULL, 0, NULL, meter, err);
+}
+
+int vm_archive_verify_fd(int fd, const char *what, const char *expected_sha256, unsigned char *head, size_t head_len,
+                         char ret_sha256[65], struct na_progress_meter *meter, struct na_error *err)
+{
+        return decode(fd, -1, what, NULL, expected_sha256, head, head_len, ret_sha256, meter, err);
 }

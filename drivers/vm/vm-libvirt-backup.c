@@ -13,6 +13,7 @@
 #include "drivers/vm/vm-libvirt-internal.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
+#include "drivers/vm/vm-qcow2.h"
 #include "proto/backup.h"
 
 static char *backup_dir(struct vm_conn *c, const char *id)
@@ -61,6 +63,29 @@ static int record_load(struct vm_conn *c, const char *id, const char *bid, struc
         snprintf(out->sha256, sizeof(out->sha256), "%s", sha);
         out->size_bytes = size;
         out->created_at_ms = json_integer_value(json_object_get(doc, "createdAt"));
+        return 0;
+}
+
+/* The record of a complete backup (its data already in place), written last, atomically. */
+static int record_write(struct vm_conn *c, const char *id, const char *bid, uint64_t size, const char *sha,
+                        struct proto_vps_backup *ret, struct na_error *err)
+{
+        _cleanup_free_ char *rec = backup_file(c, id, bid, ".json");
+        int64_t now = (int64_t)na_now_real_ms();
+        _cleanup_json_ json_t *doc = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s}", "backupId", bid, "vpsId", id,
+                                               "createdAt", (json_int_t)now, "sizeBytes", (json_int_t)size, "sha256",
+                                               sha, "format", "qcow2+zstd");
+        _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        if (!rec || !text)
+                return na_error_sys(err, ENOMEM, "vps %s: backup %s", id, bid);
+        int r = na_atomic_write(rec, text, strlen(text), 0600, err);
+        if (r < 0)
+                return na_error_prefix(err, "vps %s: backup %s", id, bid);
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->backup_id, sizeof(ret->backup_id), "%s", bid);
+        snprintf(ret->sha256, sizeof(ret->sha256), "%s", sha);
+        ret->size_bytes = (int64_t)size;
+        ret->created_at_ms = now;
         return 0;
 }
 
@@ -258,6 +283,26 @@ static int export_live(struct vm_conn *c, const char *id, virDomainPtr dom, cons
         return r;
 }
 
+/* The record written at the head of a backup's archive (vm_archive_meta). */
+static char *backup_meta(struct vm_conn *c, const char *id, struct na_error *err)
+{
+        _cleanup_(vm_meta_clear) struct vm_meta m = { 0 };
+        int r = vm_meta_load(c->meta_dir, id, &m, err);
+        if (r < 0 && r != -ENOENT) {
+                na_error_clear(err);
+                m.generation = 0;
+        }
+        _cleanup_json_ json_t *doc =
+                json_pack("{s:s, s:s, s:s, s:I, s:{s:s?, s:s?, s:s}, s:I}", "format", VM_BACKUP_FORMAT, "vpsId", id,
+                          "hostname", m.hostname, "generation", (json_int_t)m.generation, "template", "id",
+                          m.template_id, "imageSlug", m.image_slug, "os", proto_vps_os_names[m.os], "storageMB",
+                          (json_int_t)m.plan.storage_mb);
+        char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        if (!text)
+                na_error_sys(err, ENOMEM, "vps %s: backup record", id);
+        return text;
+}
+
 int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id,
                         const struct proto_vps_backup_limits *limits, const struct na_progress *progress,
                         struct proto_vps_backup *ret, struct na_error *err)
@@ -314,7 +359,14 @@ int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id
         na_progress_meter_init(&meter, progress, "compressing", "compressing with zstd", 0, 100);
         uint64_t size = 0;
         char sha[65];
-        r = vm_archive_compress(exported, packed, &meter, sha, &size, err);
+        /* The server's record travels with its disk (a move to another node: vps.create
+         * with restoreBackupId keeps its cloud-init instance, so its host keys stay). */
+        _cleanup_free_ char *meta = backup_meta(c, id, err);
+        if (!meta) {
+                unlink(exported);
+                return -ENOMEM;
+        }
+        r = vm_archive_compress(exported, packed, meta, &meter, sha, &size, err);
         unlink(exported);
         if (r < 0) {
                 unlink(packed);
@@ -325,23 +377,10 @@ int vm_lv_backup_create(struct vm_conn *c, const char *id, const char *backup_id
                 unlink(packed);
                 return r;
         }
-        int64_t now = (int64_t)na_now_real_ms();
-        _cleanup_json_ json_t *doc = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s}", "backupId", backup_id, "vpsId", id,
-                                               "createdAt", (json_int_t)now, "sizeBytes", (json_int_t)size, "sha256",
-                                               sha, "format", "qcow2+zstd");
-        _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-        if (!text)
-                return na_error_sys(err, ENOMEM, "vps %s: backup %s", id, backup_id);
-        if ((r = na_atomic_write(rec, text, strlen(text), 0600, err)) < 0) {
+        if ((r = record_write(c, id, backup_id, size, sha, ret, err)) < 0) {
                 unlink(data);
-                return na_error_prefix(err, "vps %s: backup %s", id, backup_id);
+                return r;
         }
-
-        memset(ret, 0, sizeof(*ret));
-        snprintf(ret->backup_id, sizeof(ret->backup_id), "%s", backup_id);
-        snprintf(ret->sha256, sizeof(ret->sha256), "%s", sha);
-        ret->size_bytes = (int64_t)size;
-        ret->created_at_ms = now;
         if (limits && (r = retention(c, id, limits, err)) < 0)
                 return na_error_prefix(err, "vps %s: backup %s made; retention", id, backup_id);
         return 0;
@@ -453,4 +492,160 @@ int vm_lv_backups_remove_all(struct vm_conn *c, const char *id, struct na_error 
         if (rmdir(dir) < 0 && errno != ENOENT)
                 return na_error_sys(err, errno, "vps %s: remove %s", id, dir);
         return 0;
+}
+
+int vm_lv_backup_open(struct vm_conn *c, const char *id, const char *backup_id, int *ret_fd,
+                      struct proto_vps_backup *ret, struct na_error *err)
+{
+        int r = check_backup_id(backup_id, err);
+        if (r < 0)
+                return r;
+        r = record_load(c, id, backup_id, ret, err);
+        if (r == -ENOENT)
+                return na_error_set(err, ENOENT, NA_E_BACKUP_NOT_FOUND, "vps %s: no backup %s", id, backup_id);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *data = backup_file(c, id, backup_id, ".qcow2.zst");
+        if (!data)
+                return na_error_sys(err, ENOMEM, "vps %s: backup", id);
+        int fd = open(data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return na_error_sys(err, errno, "vps %s: open backup %s", id, backup_id);
+        *ret_fd = fd;
+        return 0;
+}
+
+int vm_lv_backup_tmpfile(struct vm_conn *c, const char *id, int *ret_fd, struct na_error *err)
+{
+        _cleanup_free_ char *dir = backup_dir(c, id);
+        if (!dir)
+                return na_error_sys(err, ENOMEM, "vps %s: backup", id);
+        int r = na_mkdir_p(dir, 0700, err);
+        if (r < 0)
+                return na_error_prefix(err, "vps %s: backups", id);
+        int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return na_error_sys(err, errno, "vps %s: a file in %s", id, dir);
+        *ret_fd = fd;
+        return 0;
+}
+
+int vm_lv_backup_adopt(struct vm_conn *c, const char *id, const char *backup_id, int fd, const char *sha256,
+                       const struct na_progress *progress, struct proto_vps_backup *ret, struct na_error *err)
+{
+        int r = check_backup_id(backup_id, err);
+        if (r < 0)
+                return r;
+        struct proto_vps_backup old;
+        if ((r = record_load(c, id, backup_id, &old, err)) == 0) {
+                na_error_set(err, EEXIST, NA_E_INVALID_STATE, "vps %s: backup %s exists on this node", id, backup_id);
+                na_error_detail(err, "state", json_string("exists"));
+                return -EEXIST;
+        }
+        if (r != -ENOENT)
+                return r;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+                return na_error_sys(err, errno, "vps %s: the imported backup", id);
+        /* The whole stream decodes, its sha256 is the one given, a standalone qcow2 inside. */
+        struct na_progress_meter meter;
+        na_progress_meter_init(&meter, progress, NULL, "verifying the backup", 0, 100);
+        unsigned char head[VM_QCOW2_HEAD];
+        char sha[65];
+        r = vm_archive_verify_fd(fd, "the imported backup", sha256, head, sizeof(head), sha, &meter, err);
+        if (r == -EBADMSG) {
+                bool sha_differs = strstr(err->message, "sha256") != NULL;
+                _cleanup_free_ char *why = strdup(err->message);
+                na_error_clear(err);
+                if (sha_differs)
+                        return na_error_field(err, "transfer.sha256", "differs from the object's (%s): nothing kept",
+                                              why ? why : "");
+                return na_error_field(err, "transfer", "is not a server backup (a zstd archive): %s; nothing kept",
+                                      why ? why : "");
+        }
+        if (r < 0)
+                return r;
+        if ((r = vm_qcow2_check_standalone(head, sizeof(head), "transfer", err)) < 0)
+                return r;
+
+        _cleanup_free_ char *data = backup_file(c, id, backup_id, ".qcow2.zst");
+        if (!data)
+                return na_error_sys(err, ENOMEM, "vps %s: backup", id);
+        (void)unlink(data); /* a data file without its record is no backup */
+        if (linkat(fd, "", AT_FDCWD, data, AT_EMPTY_PATH) < 0)
+                return na_error_sys(err, errno, "vps %s: backup %s: link", id, backup_id);
+        if ((r = record_write(c, id, backup_id, (uint64_t)st.st_size, sha, ret, err)) < 0) {
+                unlink(data);
+                return r;
+        }
+        return 0;
+}
+
+int vm_lv_backup_generation(struct vm_conn *c, const char *id, const char *backup_id, int64_t *ret,
+                            struct na_error *err)
+{
+        struct proto_vps_backup b;
+        int r = record_load(c, id, backup_id, &b, err);
+        if (r == -ENOENT)
+                return na_error_set(err, ENOENT, NA_E_BACKUP_NOT_FOUND, "vps %s: no backup %s to restore from", id,
+                                    backup_id);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *data = backup_file(c, id, backup_id, ".qcow2.zst");
+        _cleanup_close_ int fd = data ? open(data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+        if (fd < 0)
+                return na_error_sys(err, data ? errno : ENOMEM, "vps %s: backup %s", id, backup_id);
+        _cleanup_free_ char *text = NULL;
+        if ((r = vm_archive_meta(fd, &text, err)) < 0)
+                return na_error_prefix(err, "vps %s: backup %s", id, backup_id);
+        _cleanup_json_ json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
+        json_t *gen = doc ? json_object_get(doc, "generation") : NULL;
+        *ret = json_is_integer(gen) && json_integer_value(gen) > 0 ? json_integer_value(gen) : 0;
+        return 0;
+}
+
+int vm_lv_backup_unpack_disk(struct vm_conn *c, const char *id, const char *backup_id, int64_t storage_mb,
+                             const struct na_progress *progress, struct na_error *err)
+{
+        struct proto_vps_backup b;
+        int r = record_load(c, id, backup_id, &b, err);
+        if (r == -ENOENT)
+                return na_error_set(err, ENOENT, NA_E_BACKUP_NOT_FOUND, "vps %s: no backup %s to restore from", id,
+                                    backup_id);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *data = backup_file(c, id, backup_id, ".qcow2.zst");
+        _cleanup_free_ char *disk = vm_lv_disk_path(c, id);
+        _cleanup_free_ char *fresh = na_strdupf("%s/%s.qcow2.new", c->storage_dir, id);
+        if (!data || !disk || !fresh)
+                return na_error_sys(err, ENOMEM, "vps %s: disk", id);
+        struct na_progress_meter meter;
+        na_progress_meter_init(&meter, progress, "writing-image", "unpacking the backup", 0, 100);
+        if ((r = vm_archive_decompress(data, fresh, b.sha256, &meter, err)) < 0) {
+                unlink(fresh);
+                return na_error_prefix(err, "vps %s: restore backup %s", id, backup_id);
+        }
+        /* Imported bytes: qemu must never follow a path named inside them. */
+        unsigned char head[VM_QCOW2_HEAD] = { 0 };
+        _cleanup_close_ int fd = open(fresh, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        uint64_t size = 0;
+        if (fd < 0 || pread(fd, head, sizeof(head), 0) < 0)
+                r = na_error_sys(err, errno, "vps %s: read the restored disk", id);
+        else if ((r = vm_qcow2_check_standalone(head, sizeof(head), "restoreBackupId", err)) >= 0 &&
+                 (r = vm_image_virtual_size(fresh, "qcow2", &size, err)) >= 0 && size > (uint64_t)storage_mb << 20)
+                r = na_error_field(err, "plan.storageMB", "is smaller than the disk of backup %s (%llu MB)", backup_id,
+                                   (unsigned long long)((size + (1 << 20) - 1) >> 20));
+        if (r >= 0 && size < (uint64_t)storage_mb << 20) {
+                char arg[32];
+                snprintf(arg, sizeof(arg), "%lldM", (long long)storage_mb);
+                char *const argv[] = { c->qemu_img, (char *)"resize", (char *)"-q", (char *)"-f", (char *)"qcow2",
+                                       fresh, arg, NULL };
+                if ((r = na_spawn(argv, NULL, NULL, 0, err)) < 0)
+                        na_error_prefix(err, "vps %s: grow the restored disk to %lld MB", id, (long long)storage_mb);
+        }
+        if (r >= 0 && rename(fresh, disk) < 0)
+                r = na_error_sys(err, errno, "vps %s: put disk %s in place", id, disk);
+        if (r < 0)
+                unlink(fresh);
+        return r;
 }

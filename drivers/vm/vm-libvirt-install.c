@@ -176,7 +176,12 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         if (!ok)
                 return -EINVAL;
         uint64_t image_size = 0;
-        if ((r = vm_image_virtual_size(t.path, t.format, &image_size, err)) < 0)
+        int64_t restored_generation = 0;
+        if (spec->restore_backup_id) {
+                /* Built from the backup (a move from another node): the template is named, not read. */
+                if ((r = vm_lv_backup_generation(c, id, spec->restore_backup_id, &restored_generation, err)) < 0)
+                        return r;
+        } else if ((r = vm_image_virtual_size(t.path, t.format, &image_size, err)) < 0)
                 return na_error_prefix(err, "vps %s", id);
         if (image_size > (uint64_t)spec->plan.storage_mb << 20)
                 return na_error_field(err, "plan.storageMB", "is smaller than the image of template %s (%llu MB)", t.id,
@@ -200,14 +205,17 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
                 return r;
         }
 
-        na_progress_stage(progress, "preparing-disk", 0, "verifying the template image");
+        na_progress_stage(progress, "preparing-disk", 0,
+                          spec->restore_backup_id ? "restoring from a backup" : "verifying the template image");
         if ((r = na_progress_checkpoint(progress, err)) < 0)
                 return r;
-        if ((r = vm_templates_verify(c->templates, &t, progress, err)) < 0)
+        if (!spec->restore_backup_id && (r = vm_templates_verify(c->templates, &t, progress, err)) < 0)
                 return na_error_prefix(err, "vps %s", id);
 
         int64_t created = had_meta && m.created_at_ms > 0 ? m.created_at_ms : (int64_t)na_now_real_ms();
-        int64_t generation = had_meta ? m.generation + 1 : 1;
+        /* A restored server keeps its cloud-init instance (its host keys, its first-boot
+         * work done): the generation the backup kept. */
+        int64_t generation = restored_generation > 0 ? restored_generation : had_meta ? m.generation + 1 : 1;
         vm_meta_clear(&m);
         snprintf(m.id, sizeof(m.id), "%s", id);
         snprintf(m.hostname, sizeof(m.hostname), "%s", spec->hostname);
@@ -234,8 +242,15 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         _cleanup_free_ char *seed = vm_lv_seed_path(c, id);
         if (!disk || !seed)
                 return na_error_sys(err, ENOMEM, "vps %s", id);
-        if (access(disk, F_OK) < 0 && (r = write_disk(c, id, &t, spec->plan.storage_mb, "plan.storageMB", err)) < 0)
-                return r;
+        if (access(disk, F_OK) < 0) {
+                if (spec->restore_backup_id)
+                        r = vm_lv_backup_unpack_disk(c, id, spec->restore_backup_id, spec->plan.storage_mb, progress,
+                                                     err);
+                else
+                        r = write_disk(c, id, &t, spec->plan.storage_mb, "plan.storageMB", err);
+                if (r < 0)
+                        return r;
+        }
 
         na_progress_stage(progress, "configuring", 0, "writing the cloud-init seed and the domain");
         char mac[18];

@@ -175,6 +175,20 @@ int vm_lv_backup_list(struct vm_conn *c, const char *id, struct proto_vps_backup
 int vm_lv_backup_restore(struct vm_conn *c, const char *id, const char *backup_id,
                          const struct na_progress *progress, struct na_error *err);
 int vm_lv_backup_delete(struct vm_conn *c, const char *id, const char *backup_id, struct na_error *err);
+int vm_lv_backup_open(struct vm_conn *c, const char *id, const char *backup_id, int *ret_fd,
+                      struct proto_vps_backup *ret, struct na_error *err);
+int vm_lv_backup_tmpfile(struct vm_conn *c, const char *id, int *ret_fd, struct na_error *err);
+int vm_lv_backup_adopt(struct vm_conn *c, const char *id, const char *backup_id, int fd, const char *sha256,
+                       const struct na_progress *progress, struct proto_vps_backup *ret, struct na_error *err);
+/* vps.create with restoreBackupId: the generation the backup's record keeps (0: none
+ * kept), BACKUP_NOT_FOUND; then its disk unpacked, checked and grown to storage_mb in
+ * place of the server's disk (VALIDATION_ERROR on plan.storageMB when smaller). */
+int vm_lv_backup_generation(struct vm_conn *c, const char *id, const char *backup_id, int64_t *ret,
+                            struct na_error *err);
+int vm_lv_backup_unpack_disk(struct vm_conn *c, const char *id, const char *backup_id, int64_t storage_mb,
+                             const struct na_progress *progress, struct na_error *err);
+/* What the head of a backup's archive says it is (vm_archive_meta): {format, vpsId, generation, ...}. */
+#define VM_BACKUP_FORMAT "nodeagent-vps-backup/1"
 /* Every backup of a server (vps.delete). */
 int vm_lv_backups_remove_all(struct vm_conn *c, const char *id, struct na_error *err);
 

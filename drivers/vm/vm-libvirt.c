@@ -547,6 +547,26 @@ static int vm_backup_delete(struct vm_conn *c, const char *id, const char *backu
         return vm_lv_backup_delete(c, lid, backup_id, err);
 }
 
+static int vm_backup_open(struct vm_conn *c, const char *id, const char *backup_id, int *ret_fd,
+                          struct proto_vps_backup *ret, struct na_error *err)
+{
+        WITH_ID(id, lid, err);
+        return vm_lv_backup_open(c, lid, backup_id, ret_fd, ret, err);
+}
+
+static int vm_backup_tmpfile(struct vm_conn *c, const char *id, int *ret_fd, struct na_error *err)
+{
+        WITH_ID(id, lid, err);
+        return vm_lv_backup_tmpfile(c, lid, ret_fd, err);
+}
+
+static int vm_backup_adopt(struct vm_conn *c, const char *id, const char *backup_id, int fd, const char *sha256,
+                           const struct na_progress *progress, struct proto_vps_backup *ret, struct na_error *err)
+{
+        WITH_ID(id, lid, err);
+        return vm_lv_backup_adopt(c, lid, backup_id, fd, sha256, progress, ret, err);
+}
+
 const struct vm_driver vm_libvirt_driver = {
         .name = "libvirt",
         .open = vm_open,
@@ -573,5 +593,8 @@ const struct vm_driver vm_libvirt_driver = {
         .backup_list = vm_backup_list,
         .backup_restore = vm_backup_restore,
         .backup_delete = vm_backup_delete,
+        .backup_open = vm_backup_open,
+        .backup_tmpfile = vm_backup_tmpfile,
+        .backup_adopt = vm_backup_adopt,
         .console_open = vm_libvirt_console_open,
 };

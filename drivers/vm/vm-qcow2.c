@@ -103,3 +103,34 @@ int vm_qcow2_overlay_write(int fd, uint64_t size, const char *backing, const cha
                 return na_error_sys(err, errno, "write qcow2 overlay: truncate");
         return 0;
 }
+
+static uint64_t get_be(const unsigned char *p, int bytes)
+{
+        uint64_t v = 0;
+        for (int i = 0; i < bytes; i++)
+                v = v << 8 | p[i];
+        return v;
+}
+
+#define INCOMPAT_DIRTY (1ull << 0)
+#define INCOMPAT_COMPRESSION_TYPE (1ull << 3)
+#define INCOMPAT_EXTL2 (1ull << 4)
+
+int vm_qcow2_check_standalone(const unsigned char *head, size_t len, const char *field, struct na_error *err)
+{
+        if (len < VM_QCOW2_HEAD || memcmp(head, "QFI\xfb", 4) != 0)
+                return na_error_field(err, field, "does not hold a qcow2 disk image");
+        uint64_t version = get_be(head + 4, 4);
+        if (version != 2 && version != 3)
+                return na_error_field(err, field, "holds a qcow2 image of version %llu (2 or 3 only)",
+                                      (unsigned long long)version);
+        if (get_be(head + 8, 8) != 0 || get_be(head + 16, 4) != 0)
+                return na_error_field(err, field, "holds a qcow2 image with a backing file: refused");
+        uint64_t incompat = version == 3 ? get_be(head + 72, 8) : 0;
+        if (incompat & ~(INCOMPAT_DIRTY | INCOMPAT_COMPRESSION_TYPE | INCOMPAT_EXTL2))
+                return na_error_field(err, field,
+                                      "holds a qcow2 image with an external data file, marked corrupt or with "
+                                      "unknown features (0x%llx): refused",
+                                      (unsigned long long)incompat);
+        return 0;
+}

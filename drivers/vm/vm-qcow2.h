@@ -26,3 +26,14 @@
  */
 int vm_qcow2_overlay_write(int fd, uint64_t size, const char *backing, const char *backing_format,
                            struct na_error *err);
+
+/*
+ * Whether the first len bytes of a disk image (at least VM_QCOW2_HEAD) are the header
+ * of a standalone qcow2: version 2 or 3, no backing file, no external data file, not
+ * marked corrupt, no feature this check does not know. A disk from outside the node
+ * (an imported backup) must pass it before qemu opens it: a backing file or a data
+ * file names a path on the node, another customer's disk for instance. 0, or -EINVAL
+ * with the reason in err (na_error_field on field).
+ */
+#define VM_QCOW2_HEAD 104
+int vm_qcow2_check_standalone(const unsigned char *head, size_t len, const char *field, struct na_error *err);

@@ -144,8 +144,15 @@ char *vm_xml_text(const char *xml, const char *tag, const char *stop);
  * and size of the compressed bytes. meter (may be NULL) counts src's bytes read of
  * its size; its progress' checkpoint is polled every 64 MiB.
  */
-int vm_archive_compress(const char *src, const char *dst, struct na_progress_meter *meter, char sha256[65],
-                        uint64_t *ret_size, struct na_error *err);
+int vm_archive_compress(const char *src, const char *dst, const char *meta, struct na_progress_meter *meter,
+                        char sha256[65], uint64_t *ret_size, struct na_error *err);
+/*
+ * meta (may be NULL): a short text (at most VM_ARCHIVE_META_MAX bytes, the server's
+ * record: JSON) written first, as a zstd skippable frame, which every zstd decoder
+ * passes over; vm_archive_meta reads it back (*ret NULL: the archive has none).
+ */
+#define VM_ARCHIVE_META_MAX (64u << 10)
+int vm_archive_meta(int fd, char **ret, struct na_error *err);
 /*
  * qemu-img's -p output ("    (12.34/100%)\r" over and over) fed in pieces as they
  * come from its stdout; returns the latest whole percent seen (-1: none yet).
@@ -165,3 +172,7 @@ int vm_qemu_progress_feed(struct vm_qemu_progress *q, const char *data, size_t n
  */
 int vm_archive_decompress(const char *src, const char *dst, const char *expected_sha256,
                           struct na_progress_meter *meter, struct na_error *err);
+/* The same check without keeping the bytes, from fd's current offset; the first
+ * head_len bytes decoded are copied into head (fewer: the rest zeroed). */
+int vm_archive_verify_fd(int fd, const char *what, const char *expected_sha256, unsigned char *head, size_t head_len,
+                         char ret_sha256[65], struct na_progress_meter *meter, struct na_error *err);

@@ -3,11 +3,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/base/services.h"
 #include "agent/kinds/kind-vps.h"
+#include "transfer/transfer.h"
 
 const struct agent_services *job_services(struct job_ctx *ctx)
 {
         return ctx->services;
+}
+
+/* The daemon's (agent/daemon/services.c) for vps.backup.export/import: defaults here. */
+void services_transfer_options(const struct agent_services *s, struct transfer_options *ret)
+{
+        (void)s;
+        memset(ret, 0, sizeof(*ret));
 }
 
 const char *job_id(const struct job_ctx *ctx)

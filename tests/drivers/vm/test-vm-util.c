@@ -356,7 +356,7 @@ static void test_archive_and_spawn(void **state)
         struct na_error err = NA_ERROR_INIT;
         char sha[65], file_sha[65];
         uint64_t size = 0;
-        assert_int_equal(vm_archive_compress(src, packed, NULL, sha, &size, &err), 0);
+        assert_int_equal(vm_archive_compress(src, packed, NULL, NULL, sha, &size, &err), 0);
         assert_int_equal(na_sha256_file(packed, NULL, file_sha, &err), 0);
         assert_string_equal(sha, file_sha);
         struct stat st;
