@@ -137,7 +137,8 @@ static void test_kinds(void **state)
                 "vps.create",          "vps.power",          "vps.status",         "vps.exec",
                 "vps.reinstall",       "vps.upgrade",        "vps.delete",         "vps.snapshot.create",
                 "vps.snapshot.list",   "vps.snapshot.revert", "vps.snapshot.delete", "vps.backup.create",
-                "vps.backup.list",     "vps.backup.restore", "vps.backup.delete",
+                "vps.backup.list",     "vps.backup.restore", "vps.backup.delete",  "vps.backup.export",
+                "vps.backup.import",
         };
         size_t n = 0;
         for (const struct job_kind *const *k = vps_job_kinds; *k; k++) {
@@ -145,7 +146,7 @@ static void test_kinds(void **state)
                 assert_int_equal((*k)->target, PROTO_TARGET_VPS);
                 assert_non_null((*k)->run);
                 bool reads = streq((*k)->name, "vps.status") || streq((*k)->name, "vps.snapshot.list") ||
-                             streq((*k)->name, "vps.backup.list");
+                             streq((*k)->name, "vps.backup.list") || streq((*k)->name, "vps.backup.export");
                 assert_int_equal((*k)->changes, !reads);
                 assert_null(strstr((*k)->name, "firewall"));
                 assert_null(strstr((*k)->name, "metrics"));

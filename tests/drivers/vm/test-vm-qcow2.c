@@ -19,6 +19,7 @@
 
 #include "common/fileio.h"
 #include "common/json-cleanup.h"
+#include "common/spawn.h"
 #include "common/unit.h"
 #include "drivers/vm/vm-qcow2.h"
 #include "vm-fixture.h"
@@ -186,12 +187,44 @@ static void test_refuses(void **state)
         na_error_clear(&err);
 }
 
+/* A disk from outside the node: standalone qcow2 only (never a path qemu would open). */
+static void test_standalone(void **state)
+{
+        struct tmp *t = *state;
+        struct na_error err = NA_ERROR_INIT;
+        unsigned char head[VM_QCOW2_HEAD];
+        write_overlay(t, 64 << 20, "/etc/shadow", "raw");
+        int fd = open(t->overlay, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(pread(fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+        close(fd);
+        assert_int_equal(vm_qcow2_check_standalone(head, sizeof(head), "transfer", &err), -EINVAL);
+        assert_non_null(strstr(err.message, "backing file"));
+        na_error_clear(&err);
+
+        char *const mk[] = { (char *)"/usr/bin/qemu-img", (char *)"create", (char *)"-q", (char *)"-f",
+                             (char *)"qcow2", t->overlay, (char *)"64M", NULL };
+        assert_int_equal(na_spawn(mk, NULL, NULL, 0, &err), 0);
+        fd = open(t->overlay, O_RDONLY | O_CLOEXEC);
+        assert_int_equal(pread(fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+        close(fd);
+        assert_int_equal(vm_qcow2_check_standalone(head, sizeof(head), "transfer", &err), 0);
+        head[72 + 7] |= 1u << 2; /* an external data file */
+        assert_int_equal(vm_qcow2_check_standalone(head, sizeof(head), "transfer", &err), -EINVAL);
+        na_error_clear(&err);
+        head[72 + 7] &= (unsigned char)~(1u << 2);
+        memcpy(head, "RAW!", 4);
+        assert_int_equal(vm_qcow2_check_standalone(head, sizeof(head), "transfer", &err), -EINVAL);
+        na_error_clear(&err);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_raw_backing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_qcow2_backing_and_sizes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refuses, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_standalone, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
