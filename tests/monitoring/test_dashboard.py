@@ -3,7 +3,8 @@
 thing (issue 24): every query names only metrics a running agent exports and that
 docs/operations.md lists, and every query, evaluated by Debian's Prometheus scraping
 that agent (one server on libvirt's test driver, one app in real crun), returns
-something: no panel of the dashboard is empty on a node with servers and apps."""
+something: no panel of the dashboard is empty on a node with servers and apps. And
+the series the crash-loop alerts read, on a real crash loop."""
 import json
 import os
 import re
@@ -20,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 sys.path.insert(0, os.path.join(HERE, "..", "agent", "kinds", "apps"))
 from nodeagent_harness import SRC, check, free_port, make_vm_assets, needs, run_cases, wait_for, with_setup  # noqa: E402
-from test_apps import app_job, apps_conf, deploy_params, need_root, ok  # noqa: E402
+from test_apps import app_job, apps_conf, deploy_params, events, need_root, ok  # noqa: E402
 
 DASHBOARD = os.path.join(SRC, "packaging", "monitoring", "grafana-dashboard.json")
 OPERATIONS = os.path.join(SRC, "docs", "operations.md")
@@ -160,5 +161,47 @@ def dashboard(s):
     shutil.rmtree(os.path.join(s.tmp, "prometheus"), ignore_errors=True)
 
 
+def scrape(s):
+    with urllib.request.urlopen(f"http://127.0.0.1:{s.prom_port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def value(page, series):
+    """The value of one series of the page (name{labels} exactly as the agent writes it), or None."""
+    for line in page.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return None
+
+
+@needs("root")
+@with_setup(agent_conf=conf)
+def app_crash_loop(s):
+    """What the crash-loop alerts read: an app that exits at once is restarted 3 times
+    by the crash rule and left crashed; the page then says so in nodeagent_app_state,
+    nodeagent_app_restarts_total, nodeagent_app_crash_loops_total and the app.exited
+    count of nodeagent_events_total, and promtool still finds nothing on it."""
+    need_root()
+    app = str(uuid.uuid4())
+    before = scrape(s)
+    check(value(before, "nodeagent_app_crash_loops_total") == 0, before)
+    exited0 = value(before, 'nodeagent_events_total{type="app.exited"}')
+    ok(app_job(s, "app.deploy", app, deploy_params(template={"command": ["/bin/sh", "-c", "echo boom; exit 3"],
+                                                              "startedPattern": None}), timeout=120))
+    ok(app_job(s, "app.power", app, {"action": "start"}))
+    wait_for(lambda: any(e["data"]["crashLoop"] for e in events(s, "app.exited", app)), 30, "the crash loop")
+    # Events are counted when emitted, before they travel in a report: the page has them.
+    page = scrape(s)
+    check(value(page, f'nodeagent_app_state{{id="{app}",state="crashed"}}') == 1, page)
+    check(value(page, f'nodeagent_app_state{{id="{app}",state="running"}}') == 0, page)
+    check(value(page, f'nodeagent_app_restarts_total{{id="{app}"}}') == 3, page)
+    check(value(page, "nodeagent_app_crash_loops_total") == 1, page)
+    check(value(page, 'nodeagent_events_total{type="app.exited"}') - exited0 == 4, page)
+    r = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(), ("promtool", r))
+    ok(app_job(s, "app.delete", app))
+    wait_for(lambda: f'id="{app}"' not in scrape(s), 15, "the deleted app gone from the page")
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases({f.__name__: f for f in [dashboard]}))
+    sys.exit(run_cases({f.__name__: f for f in [dashboard, app_crash_loop]}))
