@@ -6,19 +6,26 @@
 
 #include "common/uuid.h"
 
-int na_vps_ifname(const char *vps_id, char buf[NA_IFNAME_LEN])
+static int guest_ifname(const char *prefix, const char *id, char buf[NA_IFNAME_LEN])
 {
-        if (!na_uuid_valid(vps_id))
+        if (!na_uuid_valid(id))
                 return -EINVAL;
-        size_t n = 0;
-        buf[n++] = 'n';
-        buf[n++] = 'a';
-        buf[n++] = 'v';
-        for (const char *p = vps_id; *p && n < NA_IFNAME_LEN - 1; p++)
+        size_t n = (size_t)snprintf(buf, NA_IFNAME_LEN, "%s", prefix);
+        for (const char *p = id; *p && n < NA_IFNAME_LEN - 1; p++)
                 if (*p != '-')
                         buf[n++] = (char)tolower((unsigned char)*p);
         buf[n] = '\0';
         return 0;
+}
+
+int na_vps_ifname(const char *vps_id, char buf[NA_IFNAME_LEN])
+{
+        return guest_ifname("nav", vps_id, buf);
+}
+
+int na_app_ifname(const char *app_id, char buf[NA_IFNAME_LEN])
+{
+        return guest_ifname("nap", app_id, buf);
 }
 
 int na_vps_domain_name(const char *vps_id, char *buf, size_t len)

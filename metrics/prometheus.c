@@ -1,12 +1,14 @@
 /*
  * Prometheus text exposition (format 0.0.4) of the latest values. Labels: kind
  * ("node", "vps", "app") and id ("node" or the UUID). Values of the last tick only:
- * a guest that was not measured at the last tick has no lines.
+ * a guest that was not measured at the last tick has no lines. Names follow the
+ * Prometheus naming guide: base units (seconds, bytes, ratios 0-1), counters end in
+ * _total, rates are left to rate() over the counters (docs/operations.md lists them
+ * all; packaging/grafana-dashboard.json and packaging/prometheus-alerts.yml use them).
  *
- *   nodeagent_cpu_percent                    gauge    node: of all CPUs; guest: of its vCPUs
+ *   nodeagent_cpu_usage_ratio                gauge    node: of all CPUs; guest: of its vCPUs (0-1)
  *   nodeagent_memory_used_bytes              gauge
  *   nodeagent_memory_limit_bytes             gauge
- *   nodeagent_disk_read_bytes_per_second     gauge    (and _write_, network _receive_/_transmit_)
  *   nodeagent_cpu_seconds_total              counter  guests: cgroup CPU time; node: busy time of all CPUs
  *   nodeagent_disk_read_bytes_total          counter  (and written, network received/transmitted)
  *   nodeagent_node_cpus                      gauge
@@ -32,22 +34,16 @@ struct prom_target {
 struct prom_family {
         const char *name, *type, *help;
         enum proto_metric field; /* for gauges from the sample */
-        double scale;
+        double scale, divisor;   /* the sample's unit to the base unit: * scale / divisor */
 };
 
 static const struct prom_family gauges[] = {
-        { "nodeagent_cpu_percent", "gauge", "CPU use in percent (node: of all CPUs; guest: of its vCPUs).",
-          PROTO_M_CPU_PERCENT, 1 },
+        { "nodeagent_cpu_usage_ratio", "gauge",
+          "CPU use over the last interval, 0-1 (node: of all CPUs; server: of its vCPUs; app: of its plan's cores).",
+          PROTO_M_CPU_PERCENT, 1, 100 },
         { "nodeagent_memory_used_bytes", "gauge", "Memory in use (guests: cgroup working set).",
-          PROTO_M_MEMORY_USED_MB, 1048576 },
-        { "nodeagent_memory_limit_bytes", "gauge", "Memory limit.", PROTO_M_MEMORY_LIMIT_MB, 1048576 },
-        { "nodeagent_disk_read_bytes_per_second", "gauge", "Disk bytes read per second.", PROTO_M_DISK_READ_BPS, 1 },
-        { "nodeagent_disk_write_bytes_per_second", "gauge", "Disk bytes written per second.",
-          PROTO_M_DISK_WRITE_BPS, 1 },
-        { "nodeagent_network_receive_bytes_per_second", "gauge", "Network bytes received per second.",
-          PROTO_M_NET_RX_BPS, 1 },
-        { "nodeagent_network_transmit_bytes_per_second", "gauge", "Network bytes sent per second.",
-          PROTO_M_NET_TX_BPS, 1 },
+          PROTO_M_MEMORY_USED_MB, 1048576, 1 },
+        { "nodeagent_memory_limit_bytes", "gauge", "Memory limit.", PROTO_M_MEMORY_LIMIT_MB, 1048576, 1 },
 };
 
 struct prom_counter {
@@ -88,7 +84,7 @@ static void render(FILE *f, const struct prom_target *ts, size_t n, unsigned cpu
                                 continue;
                         fputs(gauges[g].name, f);
                         labels(f, &ts[i]);
-                        fprintf(f, " %s\n", num(b, ts[i].s.v[gauges[g].field] * gauges[g].scale));
+                        fprintf(f, " %s\n", num(b, ts[i].s.v[gauges[g].field] * gauges[g].scale / gauges[g].divisor));
                 }
         }
 
@@ -155,16 +151,17 @@ static void render(FILE *f, const struct prom_target *ts, size_t n, unsigned cpu
         fprintf(f,
                 "# HELP nodeagent_metrics_targets Targets measured, the node included.\n"
                 "# TYPE nodeagent_metrics_targets gauge\nnodeagent_metrics_targets %u\n"
-                "# HELP nodeagent_metrics_unresolved Servers whose cgroup was not found at the last tick.\n"
-                "# TYPE nodeagent_metrics_unresolved gauge\nnodeagent_metrics_unresolved %u\n"
+                "# HELP nodeagent_metrics_unresolved_targets Servers whose cgroup was not found at the last tick.\n"
+                "# TYPE nodeagent_metrics_unresolved_targets gauge\nnodeagent_metrics_unresolved_targets %u\n"
                 "# HELP nodeagent_metrics_ticks_total Collection ticks.\n"
                 "# TYPE nodeagent_metrics_ticks_total counter\nnodeagent_metrics_ticks_total %llu\n"
                 "# HELP nodeagent_metrics_skipped_values_total Values that could not be read.\n"
                 "# TYPE nodeagent_metrics_skipped_values_total counter\nnodeagent_metrics_skipped_values_total %llu\n"
-                "# HELP nodeagent_metrics_counter_resets_total Rates skipped for a counter reset.\n"
-                "# TYPE nodeagent_metrics_counter_resets_total counter\nnodeagent_metrics_counter_resets_total %llu\n"
-                "# HELP nodeagent_metrics_last_tick_seconds Duration of the last collection tick.\n"
-                "# TYPE nodeagent_metrics_last_tick_seconds gauge\nnodeagent_metrics_last_tick_seconds %.6f\n",
+                "# HELP nodeagent_metrics_rates_skipped_total Rates not given because a source went back or jumped impossibly.\n"
+                "# TYPE nodeagent_metrics_rates_skipped_total counter\nnodeagent_metrics_rates_skipped_total %llu\n"
+                "# HELP nodeagent_metrics_last_tick_duration_seconds Duration of the last collection tick.\n"
+                "# TYPE nodeagent_metrics_last_tick_duration_seconds gauge\n"
+                "nodeagent_metrics_last_tick_duration_seconds %.6f\n",
                 st->targets, st->unresolved, (unsigned long long)st->ticks, (unsigned long long)st->values_skipped,
                 (unsigned long long)st->counter_resets, (double)st->last_tick_us / 1e6);
 }

@@ -253,6 +253,7 @@ struct proto_app_status {
         int64_t restarts;
         int64_t memory_mb;
         int64_t volume_used_mb;
+        int64_t volume_size_mb; /* not on the wire: for the Prometheus endpoint's quota figures */
 };
 /* {state, startedAt, exitCode, restarts, memoryMB, volumeUsedMB} */
 json_t *proto_app_status_encode(const struct proto_app_status *s);

@@ -16,10 +16,14 @@ PKGS="build-essential cmake pkg-config libvirt-dev libvirt-daemon libvirt-daemon
   ansible-core python3-apt
   clang libclang-rt-14-dev
   genisoimage libtirpc-dev
-  mmdebstrap umoci redis-tools postgresql-client"
+  mmdebstrap umoci redis-tools postgresql-client
+  prometheus ansible-lint"
 # Before the install: haproxy's postinst would start the package's service (see below).
+# prometheus is here for promtool and for the dashboard's test, which starts its own
+# server on a free port: the package's service must not run (and scrape) beside it.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
   $SUDO systemctl mask haproxy.service >/dev/null 2>&1 || true
+  $SUDO systemctl mask prometheus.service >/dev/null 2>&1 || true
 fi
 missing=""
 for p in $PKGS; do
@@ -47,4 +51,5 @@ fi
 # before the install, whose postinst would start it, and stopped after).
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
   $SUDO systemctl stop haproxy.service >/dev/null 2>&1 || true
+  $SUDO systemctl stop prometheus.service >/dev/null 2>&1 || true
 fi

@@ -16,6 +16,7 @@
 #include "agent/base/log.h"
 #include "agent/base/loop.h"
 #include "agent/daemon/notify.h"
+#include "agent/daemon/prometheus-agent.h"
 #include "agent/daemon/prometheus-http.h"
 #include "agent/link/reports.h"
 #include "agent/daemon/sandbox.h"
@@ -43,6 +44,7 @@ struct agent {
         struct consoles *consoles;
         struct agent_services services;
         struct host_facts host;
+        struct prometheus_events events;
         int lock_fd;
         int spawnd_pidfd;
         uint64_t started_us;
@@ -73,6 +75,8 @@ json_t *agent_node_status(void *agent, struct na_error *err)
 static void emit_event(const struct agent_services *s, const char *type, const char *target_id, json_t *data)
 {
         struct agent *a = s->agent;
+        if (a)
+                prometheus_events_count(&a->events, type, data);
         json_t *ev = proto_event_encode(type, target_id, na_now_real_ms(), data);
         log_info("event %s target=%s", type, target_id);
         if (a && a->link)
@@ -125,7 +129,7 @@ static void link_settings(void *userdata, const struct proto_settings *st)
                 services_set_metrics_interval(&a->services, (unsigned)st->metrics_interval_sec);
 }
 
-/* The agent's own health, after the node's and guests' metrics. */
+/* The agent's own lines, after the node's and guests' metrics (prometheus-agent.c). */
 static void prometheus_health(void *userdata, FILE *out)
 {
         struct agent *a = userdata;
@@ -133,25 +137,24 @@ static void prometheus_health(void *userdata, FILE *out)
         jobs_counters(a->jobs, &c);
         struct jobstore_stats js;
         jobstore_get_stats(a->store, &js);
-        fprintf(out, "# HELP nodeagent_jobs Jobs by state: running and queued now, the others since start.\n"
-                     "# TYPE nodeagent_jobs gauge\n");
-        fprintf(out, "nodeagent_jobs{state=\"running\"} %u\nnodeagent_jobs{state=\"queued\"} %u\n", jobs_running(a->jobs),
-                jobs_queued(a->jobs));
-        fprintf(out, "nodeagent_jobs{state=\"succeeded\"} %llu\nnodeagent_jobs{state=\"failed\"} %llu\n"
-                     "nodeagent_jobs{state=\"abandoned\"} %llu\n",
-                (unsigned long long)c.succeeded, (unsigned long long)c.failed, (unsigned long long)c.abandoned);
-        fprintf(out, "# HELP nodeagent_link_up 1 when the controller link is connected.\n# TYPE nodeagent_link_up gauge\n"
-                     "nodeagent_link_up{state=\"%s\"} %d\n",
-                link_state_name(a->link), streq(link_state_name(a->link), "connected"));
-        fprintf(out, "# HELP nodeagent_results_pending Results waiting to be taken by the central API.\n"
-                     "# TYPE nodeagent_results_pending gauge\nnodeagent_results_pending %u\n",
-                link_results_pending(a->link));
-        fprintf(out, "# HELP nodeagent_journal_bytes Size of the job journal.\n# TYPE nodeagent_journal_bytes gauge\n"
-                     "nodeagent_journal_bytes %llu\n",
-                (unsigned long long)js.file_bytes);
-        fprintf(out, "# HELP nodeagent_uptime_seconds Seconds since the agent started.\n"
-                     "# TYPE nodeagent_uptime_seconds counter\nnodeagent_uptime_seconds %llu\n",
-                (unsigned long long)((na_now_mono_us() - a->started_us) / NA_USEC_PER_SEC));
+        uint64_t up_us = na_now_mono_us() - a->started_us;
+        struct prometheus_agent_facts f = {
+                .version = NA_VERSION,
+                .start_time_sec = (double)na_now_real_ms() / 1000.0 - (double)up_us / 1e6,
+                .jobs_running = jobs_running(a->jobs),
+                .jobs_queued = jobs_queued(a->jobs),
+                .jobs_max_parallel = jobs_max_parallel(a->jobs),
+                .jobs_succeeded = c.succeeded,
+                .jobs_failed = c.failed,
+                .jobs_abandoned = c.abandoned,
+                .link_state = link_state_name(a->link),
+                .results_pending = link_results_pending(a->link),
+                .journal_bytes = js.file_bytes,
+                .consoles_open = consoles_count(a->consoles),
+                .state_dir = a->cfg->state_dir,
+                .events = &a->events,
+        };
+        prometheus_agent_render(out, &f, &a->services);
 }
 
 static const struct agent_services *control_services(void *userdata)

@@ -155,10 +155,16 @@ static void app_cgroup(void *userdata, const char *app_id, const char *cgroup, d
                 if (metrics_untrack(s->metrics, METRICS_APP, app_id, true, &err) < 0 && err.errnum != ENOENT)
                         log_warn("app %s: metrics: %s", app_id, err.message);
         } else {
+                /* The host side of its veth, where app networks are on (else the app
+                 * has no interface of its own to count). */
+                char ifname[NA_IFNAME_LEN] = "";
+                if (s->config->apps_network && s->config->apps_network[0])
+                        na_app_ifname(app_id, ifname);
                 struct metrics_target_spec spec = {
                         .kind = METRICS_APP,
                         .id = app_id,
                         .cgroup = cgroup,
+                        .ifname = ifname[0] ? ifname : NULL,
                         .vcpus = cpu_cores >= 1 ? (unsigned)cpu_cores : 1,
                         .memory_limit_bytes = memory_mb > 0 ? (uint64_t)memory_mb << 20 : 0,
                 };

@@ -17,7 +17,7 @@
 #include "proto/poll.h"
 #include "proto/wire.h"
 
-static const char *const state_names[] = { "connecting", "connected", "backing-off", "auth-refused" };
+const char *const link_state_names[] = { "connecting", "connected", "backing-off", "auth-refused", NULL };
 
 static void send_report(struct link *l);
 
@@ -25,7 +25,7 @@ static void send_report(struct link *l);
 
 const char *link_state_name(struct link *l)
 {
-        return state_names[l->state];
+        return link_state_names[l->state];
 }
 
 /*
@@ -460,7 +460,7 @@ unsigned link_results_pending(struct link *l)
 json_t *link_status_json(struct link *l)
 {
         char since[40], retry[40];
-        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "state", state_names[l->state], "controller", l->base,
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "state", link_state_names[l->state], "controller", l->base,
                               "since", na_format_time_ms(l->state_since_ms, since, sizeof(since)), "resultsPending",
                               (json_int_t)atomic_load(&l->results_pending), "requests", (json_int_t)l->requests,
                               "failures", (json_int_t)l->failures);

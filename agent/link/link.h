@@ -54,3 +54,5 @@ unsigned link_results_pending(struct link *l);
 json_t *link_status_json(struct link *l);
 /* "connected", "connecting", "backing-off", "auth-refused" */
 const char *link_state_name(struct link *l);
+/* Every state link_state_name() can answer, NULL-terminated (the Prometheus state set). */
+extern const char *const link_state_names[];

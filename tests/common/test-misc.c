@@ -155,6 +155,10 @@ static void test_names(void **state)
         assert_string_equal(ifname, "nav6f1c2a3b4c5d");
         assert_int_equal(na_vps_ifname("../../etc/passwd", ifname), -EINVAL);
         assert_int_equal(na_vps_ifname(NULL, ifname), -EINVAL);
+        /* An app's veth: what the app driver makes and the metrics count (issue 24). */
+        assert_int_equal(na_app_ifname("6F1C2A3B-4c5d-4e6f-8a9b-0c1d2e3f4a5b", ifname), 0);
+        assert_string_equal(ifname, "nap6f1c2a3b4c5d");
+        assert_int_equal(na_app_ifname("x", ifname), -EINVAL);
 
         char dom[41];
         assert_int_equal(na_vps_domain_name("6F1C2A3B-4C5D-4E6F-8A9B-0C1D2E3F4A5B", dom, sizeof(dom)), 0);

@@ -430,9 +430,12 @@ static void test_reports_and_prometheus(void **state)
         assert_int_equal(json_integer_value(json_object_get(vps, "memoryLimitMB")), 2048);
 
         char *text = render(f->m);
-        assert_non_null(strstr(text, "# TYPE nodeagent_cpu_percent gauge\n"));
-        assert_non_null(strstr(text, "nodeagent_cpu_percent{kind=\"node\",id=\"node\"} 25\n"));
-        assert_non_null(strstr(text, "nodeagent_cpu_percent{kind=\"vps\",id=\"" VPS1 "\"} 50\n"));
+        /* Base units (issue 24): CPU as a ratio 0-1, no rates beside the counters. */
+        assert_non_null(strstr(text, "# TYPE nodeagent_cpu_usage_ratio gauge\n"));
+        assert_non_null(strstr(text, "nodeagent_cpu_usage_ratio{kind=\"node\",id=\"node\"} 0.25\n"));
+        assert_non_null(strstr(text, "nodeagent_cpu_usage_ratio{kind=\"vps\",id=\"" VPS1 "\"} 0.5\n"));
+        assert_null(strstr(text, "percent"));
+        assert_null(strstr(text, "per_second"));
         assert_non_null(strstr(text, "nodeagent_cpu_seconds_total{kind=\"vps\",id=\"" VPS1 "\"} 11\n"));
         assert_non_null(strstr(text, "nodeagent_memory_limit_bytes{kind=\"vps\",id=\"" VPS1 "\"} 2147483648\n"));
         assert_non_null(strstr(text, "nodeagent_node_cpus 4\n"));
@@ -443,6 +446,8 @@ static void test_reports_and_prometheus(void **state)
         assert_null(strstr(text, "resource=\"io\"")); /* no /proc/pressure/io in the fixture */
         assert_non_null(strstr(text, "nodeagent_metrics_targets 2\n"));
         assert_non_null(strstr(text, "nodeagent_metrics_ticks_total 2\n"));
+        assert_non_null(strstr(text, "# TYPE nodeagent_metrics_unresolved_targets gauge\n"));
+        assert_non_null(strstr(text, "# TYPE nodeagent_metrics_last_tick_duration_seconds gauge\n"));
         /* every sample line is "name{labels} value" or "name value" */
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
                 if (line[0] != '#')

@@ -80,6 +80,8 @@ expect_entry -rw-r--r-- /usr/share/man/man8/nodeagentd.8.gz
 expect_entry -rw-r--r-- /usr/share/man/man8/nodeagentctl.8.gz
 expect_entry -rw-r--r-- /usr/share/man/man5/nodeagent.conf.5.gz
 expect_entry -rw-r--r-- /usr/share/doc/nodeagent/README.md
+expect_entry -rw-r--r-- /usr/share/doc/nodeagent/examples/monitoring/grafana-dashboard.json
+expect_entry -rw-r--r-- /usr/share/doc/nodeagent/examples/monitoring/prometheus-alerts.yml
 awk '{ print $3 }' "$SCRATCH/contents" | while read -r p; do
 	case $p in
 	/ | /etc | /etc/nodeagent | /etc/nodeagent/* | /lib | /lib/systemd | /lib/systemd/system | \

@@ -57,6 +57,8 @@ expect_file drwx--x--x /var/lib/nodeagent
 expect_file -rw-r--r-- /usr/share/man/man8/nodeagentd.8.gz
 expect_file -rw-r--r-- /usr/share/man/man8/nodeagentctl.8.gz
 expect_file -rw-r--r-- /usr/share/man/man5/nodeagent.conf.5.gz
+expect_file -rw-r--r-- /usr/share/doc/nodeagent/examples/monitoring/grafana-dashboard.json
+expect_file -rw-r--r-- /usr/share/doc/nodeagent/examples/monitoring/prometheus-alerts.yml
 q -l >"$SCRATCH/list"
 while read -r p; do
 	case $p in

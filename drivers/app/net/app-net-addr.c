@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/names.h"
 #include "drivers/app/net/app-net-internal.h"
 
 int app_net_addr_parse(const char *s, uint32_t *ret)
@@ -87,13 +88,11 @@ int app_net_ports_parse(const char *s, uint16_t *lo, uint16_t *hi)
         return 0;
 }
 
+/* common/names.c names it, so that metrics find the same veth without asking the driver. */
 void app_net_ifname(const char *app_id, char buf[NA_IFNAME_LEN])
 {
-        size_t n = snprintf(buf, NA_IFNAME_LEN, APP_NET_IF_PREFIX);
-        for (const char *p = app_id; *p && n < NA_IFNAME_LEN - 1; p++)
-                if (isxdigit((unsigned char)*p))
-                        buf[n++] = (char)tolower((unsigned char)*p);
-        buf[n] = '\0';
+        if (na_app_ifname(app_id, buf) < 0)
+                snprintf(buf, NA_IFNAME_LEN, APP_NET_IF_PREFIX); /* ids are validated before: never here */
 }
 
 void app_net_group_set_name(const char *group_id, char buf[APP_NET_SET_NAME_LEN])

@@ -40,7 +40,7 @@ int app_net_ports_parse(const char *s, uint16_t *lo, uint16_t *hi);
 void app_net_addr_str(uint32_t a, char buf[16]);
 int app_net_addr_parse(const char *s, uint32_t *ret);
 /* The host side of an app's veth: "nap" + the first 12 hex digits of its id. */
-#define APP_NET_IF_PREFIX "nap"
+#define APP_NET_IF_PREFIX "nap" /* as na_app_ifname() (common/names.h) names them */
 void app_net_ifname(const char *app_id, char buf[NA_IFNAME_LEN]);
 /* The nft set of a group: "g" + the 32 hex digits of its id. */
 #define APP_NET_SET_NAME_LEN 34

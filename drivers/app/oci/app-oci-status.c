@@ -58,8 +58,10 @@ int app_oci_status(struct app_conn *c, const char *id, struct proto_app_status *
         app_path_in(a, "disk", disk, sizeof(disk));
         struct app_volume_usage u;
         struct na_error e = NA_ERROR_INIT;
-        if (app_volume_usage(disk, &u, &e) == 0)
+        if (app_volume_usage(disk, &u, &e) == 0) {
                 ret->volume_used_mb = (int64_t)u.used_mb;
+                ret->volume_size_mb = (int64_t)u.size_mb;
+        }
         na_error_clear(&e);
         return 0;
 }

@@ -240,7 +240,9 @@ def notify():
 
 def prometheus():
     """[metrics] prometheus_listen serves the node's metrics and the agent's health on
-    loopback; anything but GET /metrics is refused; a second scrape works."""
+    loopback; anything but GET /metrics is refused; a second scrape works. The page
+    passes `promtool check metrics` (issue 24: base units, counters named _total,
+    current values apart from totals, the link's state as a state set)."""
     import urllib.error
     import urllib.request
     from nodeagent_harness import free_port
@@ -251,24 +253,33 @@ def prometheus():
         s.agent.start()
         jid = s.controller.enqueue("node.status")
         s.controller.wait_results([jid], 10)
-        time.sleep(2.2)  # two ticks: rates exist
 
         def scrape(path="/metrics"):
             with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
                 check(r.headers["Content-Type"].startswith("text/plain"), r.headers)
                 return r.read().decode()
+        # Two ticks: the node's CPU ratio needs two readings.
+        wait_for(lambda: "nodeagent_cpu_usage_ratio{" in scrape(), 15, "the node's CPU ratio on the page")
         text = scrape()
-        for want in ('nodeagent_jobs{state="succeeded"} 1', 'nodeagent_link_up{state="connected"} 1',
-                     "nodeagent_results_pending 0", "nodeagent_journal_bytes", "# TYPE nodeagent_jobs gauge"):
+        for want in ('nodeagent_jobs_finished_total{result="succeeded"} 1', "nodeagent_jobs_running 0",
+                     "nodeagent_jobs_queued 0", "nodeagent_link_up 1", 'nodeagent_link_state{state="connected"} 1',
+                     'nodeagent_link_state{state="backing-off"} 0', "nodeagent_results_pending 0",
+                     "nodeagent_journal_bytes", "# TYPE nodeagent_jobs_finished_total counter",
+                     "# TYPE nodeagent_start_time_seconds gauge", 'nodeagent_build_info{version="'):
             check(want in text, (want, text[-2000:]))
-        check(any(line.startswith("nodeagent_node_") or "node" in line.split("{")[0] for line in text.splitlines()
-                   if line and not line.startswith("#")), text[:2000])
+        states = [line for line in text.splitlines() if line.startswith("nodeagent_link_state{")]
+        check(len(states) == 4 and sum(line.endswith(" 1") for line in states) == 1, states)
+        check(any(line.startswith("nodeagent_node_") for line in text.splitlines()), text[:2000])
+        for old in ("nodeagent_uptime_seconds", "nodeagent_jobs{", "percent", "per_second"):
+            check(old not in text, (old, text))
+        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(), ("promtool", r, text))
         try:
             scrape("/secrets")
             raise AssertionError("a path other than /metrics was served")
         except urllib.error.HTTPError as e:
             check(e.code == 404)
-        check("nodeagent_jobs" in scrape())
+        check("nodeagent_jobs_running" in scrape())
         # Loopback only: the configuration refuses any other address.
         with open(s.agent.conf) as f:
             text = f.read()
