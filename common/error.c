@@ -35,6 +35,7 @@ static const struct code_info codes[] = {
         { NA_E_GUEST_AGENT, 409, NULL },
         { NA_E_JOB_CANCELLED, 409, NULL },
         { NA_E_LEASE_LOST, 409, NULL },
+        { NA_E_JOB_INTERRUPTED, 409, NULL },
         { NA_E_UNSUPPORTED_JOB, 400, NULL },
         { NA_E_JOB_TIMEOUT, 504, NULL },
         { NA_E_DRIVER, 502, NULL },

@@ -26,6 +26,10 @@ struct job_kind {
         const char *name;                  /* "vps.power" */
         enum proto_target_type target;     /* the target.type the kind acts on */
         bool changes;                      /* changes the node: journaled before its first effect */
+        /* Never run twice (vps.exec: a command in a guest may not be safe to repeat): a
+         * job the agent's death interrupted fails 409 JOB_INTERRUPTED when it comes
+         * again, instead of running from the start (AGENT-API 3.2). Needs changes. */
+        bool once;
         const char *const *stages;         /* NULL-terminated progress stages, or NULL */
         /* Validate params (never NULL: {} when the job had none) into *ret; may be NULL for kinds without params. */
         int (*decode)(json_t *params, void **ret, struct na_error *err);

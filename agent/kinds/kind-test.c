@@ -11,6 +11,9 @@
  *                           (timeouts, cancels, leases, drain); with steps (1..1000)
  *                           it reports "working" at step * 100 / steps percent after
  *                           each of that many equal parts (the progress pace test).
+ *   test.once {sleepMs?}    test.append that is never run twice (.once, like
+ *                           vps.exec): killed while it runs, it fails
+ *                           JOB_INTERRUPTED when offered again.
  *   test.hang {sleepMs?}    changes the node (journaled) but sleeps with no safe
  *                           point: a driver call that does not return in time, for
  *                           the shutdown that leaves a worker behind.
@@ -136,6 +139,9 @@ static int test_sleep_run(struct job_ctx *ctx, void *params, json_t **ret, struc
 static JOB_KIND(test_append, "test.append", .target = PROTO_TARGET_NODE, .changes = true, .stages = test_stages,
                 .decode = test_decode, .free_params = free, .run = test_append_run);
 
+static JOB_KIND(test_once, "test.once", .target = PROTO_TARGET_NODE, .changes = true, .once = true,
+                .stages = test_stages, .decode = test_decode, .free_params = free, .run = test_append_run);
+
 static JOB_KIND(test_sleep, "test.sleep", .target = PROTO_TARGET_NODE, .changes = false, .stages = test_stages,
                 .decode = test_decode, .free_params = free, .run = test_sleep_run);
 
@@ -154,6 +160,6 @@ static int test_hang_run(struct job_ctx *ctx, void *params, json_t **ret, struct
 static JOB_KIND(test_hang, "test.hang", .target = PROTO_TARGET_NODE, .changes = true, .stages = test_stages,
                 .decode = test_decode, .free_params = free, .run = test_hang_run);
 
-job_kind_list test_job_kinds = { &test_append, &test_sleep, &test_hang, NULL };
+job_kind_list test_job_kinds = { &test_append, &test_once, &test_sleep, &test_hang, NULL };
 
 #endif /* NA_TEST_HOOKS */

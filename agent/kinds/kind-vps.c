@@ -104,7 +104,8 @@ static int exec_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_e
         return *ret ? 0 : na_error_sys(err, ENOMEM, "vps %s: exec result", j.id);
 }
 
-static JOB_KIND(vps_exec_kind, "vps.exec", .target = PROTO_TARGET_VPS, .changes = true, .decode = exec_decode,
+static JOB_KIND(vps_exec_kind, "vps.exec", .target = PROTO_TARGET_VPS, .changes = true, .once = true,
+                .decode = exec_decode,
                 .free_params = exec_free, .run = exec_run);
 
 /* ---- vps.upgrade ---- */

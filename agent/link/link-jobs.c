@@ -234,6 +234,11 @@ static int remote_before_run(void *userdata, struct job_ctx *job, struct na_erro
         struct link_job *lj = userdata;
         if (!job->kind || !job->kind->changes)
                 return 0;
+        if (job->kind->once && jobstore_get(lj->link->opt.store, job->pj.id, NULL) == JOBREC_STARTED) {
+                na_error_set(err, EALREADY, NA_E_JOB_INTERRUPTED,
+                             "%s was running when the agent stopped; it is not run again", job->pj.kind);
+                return -EALREADY;
+        }
         int r = jobstore_record_start(lj->link->opt.store, &job->pj, job->target_key, err);
         return r < 0 ? na_error_prefix(err, "job %s: cannot record it before its first effect", job->pj.id) : 0;
 }
