@@ -450,6 +450,13 @@ void link_start(struct link *l)
         link_send_hello(l);
 }
 
+void link_capabilities_changed(struct link *l)
+{
+        /* Connected: say hello again now. Otherwise the hello of the reconnect carries them. */
+        if (l->started && l->state == LINK_CONNECTED)
+                link_send_hello(l);
+}
+
 void link_drain(struct link *l)
 {
         l->draining = true;
