@@ -283,33 +283,19 @@ static void exchange_done(void *userdata, const struct http_response *resp)
                 }
                 free(spans);
                 na_error_clear(&err);
-        } else if (link_answer_oversized(l, resp, x->asked, true)) {
-                ok = true;
-                give_back(x, NULL, 0);
-                for (size_t i = 0; i < x->n_progress; i++) {
-                        x->progress[i]->progress_in_flight = false;
-                        x->progress[i]->progress_wanted = true;
-                }
         }
         if (!ok) {
+                /* Nothing was said of what it carried: all of it goes out again. */
                 give_back(x, NULL, 0);
                 for (size_t i = 0; i < x->n_progress; i++) {
                         x->progress[i]->progress_in_flight = false;
                         x->progress[i]->progress_wanted = true;
                 }
-                char code[64];
-                struct proto_envelope env;
-                _cleanup_json_ json_t *root = link_answer(resp, &env, code, sizeof(code));
-                if (resp->status == 200) {
-                        struct http_response bad = *resp;
-                        bad.status = 0;
-                        bad.transport_code = -1; /* a protocol error of its own */
-                        snprintf(bad.error, sizeof(bad.error),
-                                 "the answer is not an envelope holding an exchange answer (a \"jobs\" array)");
-                        link_failed(l, "exchange", &bad, NULL);
-                } else
-                        link_failed(l, "exchange", resp, code);
-        } else
+                ok = link_answer_oversized(l, resp, x->asked, true);
+        }
+        if (!ok)
+                link_poll_failed(l, "exchange", resp, "an exchange answer (a \"jobs\" array)");
+        else
                 backoff_reset(&l->backoff);
         free(acks);
         /* Each carried job steps on (a refused one may be freed here); then what is due goes out. */

@@ -135,6 +135,8 @@ void link_maybe_poll(struct link *l);
 void link_send_hello(struct link *l);
 /* Take the jobs of an answer (spans of text); refuses those it cannot read. */
 void link_take_jobs(struct link *l, const char *text, const struct proto_span *spans, size_t n);
+/* A poll (or exchange) that failed, or whose 200 answer was not an envelope holding shape. */
+void link_poll_failed(struct link *l, const char *what, const struct http_response *resp, const char *shape);
 /* An answer over the size cap to a request that asked for asked jobs; true when handled. */
 bool link_answer_oversized(struct link *l, const struct http_response *resp, unsigned asked, bool exchange);
 

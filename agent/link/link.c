@@ -205,6 +205,22 @@ void link_take_jobs(struct link *l, const char *body, const struct proto_span *s
         free(items);
 }
 
+void link_poll_failed(struct link *l, const char *what, const struct http_response *resp, const char *shape)
+{
+        char code[64];
+        struct proto_envelope env;
+        _cleanup_json_ json_t *root = link_answer(resp, &env, code, sizeof(code));
+        if (resp->status != 200) {
+                link_failed(l, what, resp, code);
+                return;
+        }
+        struct http_response bad = *resp;
+        bad.status = 0;
+        bad.transport_code = -1; /* a protocol error of its own */
+        snprintf(bad.error, sizeof(bad.error), "the answer is not an envelope holding %s", shape);
+        link_failed(l, what, &bad, NULL);
+}
+
 static void poll_done(void *userdata, const struct http_response *resp)
 {
         struct link *l = userdata;
@@ -225,17 +241,7 @@ static void poll_done(void *userdata, const struct http_response *resp)
         } else
                 ok = link_answer_oversized(l, resp, l->poll_asked, false);
         if (!ok) {
-                char code[64];
-                struct proto_envelope env;
-                _cleanup_json_ json_t *root = link_answer(resp, &env, code, sizeof(code));
-                if (resp->status == 200) {
-                        struct http_response bad = *resp;
-                        bad.status = 0;
-                        bad.transport_code = -1; /* a protocol error of its own */
-                        snprintf(bad.error, sizeof(bad.error), "the answer is not an envelope holding an array of jobs");
-                        link_failed(l, "poll", &bad, NULL);
-                } else
-                        link_failed(l, "poll", resp, code);
+                link_poll_failed(l, "poll", resp, "an array of jobs");
                 return;
         }
         backoff_reset(&l->backoff);

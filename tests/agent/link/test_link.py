@@ -79,6 +79,22 @@ def result_at_once(s):
     print(f"result_at_once: result {took:.2f}s after the offer, with a 30 s long poll in flight")
 
 
+@with_setup(controller_extra=["--poll-wait", "30"])
+def result_after_failure(s):
+    """The request carrying a result fails (503: the result post, or in the exchange form
+    the wait=0 exchange, while the long poll waits): the result is kept, sent again after
+    the backoff and recorded once."""
+    jid = s.controller.enqueue("test.append", {"sleepMs": 1500})
+    wait_for(lambda: s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"], 10, "the job's first progress")
+    path = "/exchange" if exchange_form() else f"/jobs/{jid}/result"
+    s.controller.fault(mode="503", count=1, path=path)
+    res = s.controller.wait_results([jid], 30)[jid]
+    check(len(res["results"]) == 1 and res["results"][0]["status"] == "succeeded", res)
+    failed = [r for r in s.controller.requests() if r[3] == 503]
+    check(len(failed) == 1 and failed[0][2].endswith(path), failed)
+    check(s.agent.status()["resultsPending"] == 0)
+
+
 @with_setup()
 def refused_result(s):
     """A result the central API refuses with 404 JOB_NOT_FOUND (in an exchange: listed in
@@ -356,5 +372,5 @@ def resend_from_journal(s):
 
 if __name__ == "__main__":
     sys.exit(run_cases(in_both_forms({f.__name__: f for f in [
-        happy, result_at_once, refused_result, down_and_back, storm_503, storm_429, crash, tls_refusals, mtls,
+        happy, result_at_once, result_after_failure, refused_result, down_and_back, storm_503, storm_429, crash, tls_refusals, mtls,
         token_rotation, malformed, lease, timeout, resend_from_journal]})))
