@@ -116,6 +116,9 @@ def refused_result(s):
 def down_and_back(s):
     """The controller goes away for a while; the agent backs off, says hello again, and
     every job enqueued meanwhile runs once."""
+    # Connected first: a hello still on the wire when the controller goes down meets a
+    # cause of its own ("Empty reply"), logged as a change of its own (seen under ASan).
+    wait_for(lambda: s.agent.status()["link"]["state"] == "connected", 15, "the first hello")
     s.controller.fault(mode="down", seconds=6)
     time.sleep(0.5)
     ids = s.controller.enqueue_many([{"kind": "test.append", "params": {"sleepMs": 20}} for _ in range(5)])
