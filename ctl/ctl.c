@@ -2,6 +2,7 @@
  * nodeagentctl: the operator's view of a running agent, through its control socket.
  *   nodeagentctl status | jobs | run KIND [--target ID] [--params JSON] [--timeout SEC]
  *   nodeagentctl apps | logs APP [-f] [--since SEQ] [-n N]
+ *   nodeagentctl drain [--off]
  * Tables by default, --json for scripts; exit 1 when a job failed or the agent
  * answered apps or logs with an error, 3 when the agent cannot be reached (or went
  * away while logs -f followed), 2 for usage errors.
@@ -34,7 +35,10 @@ static void usage(FILE *f)
                    "                                 run a job through the agent's job layer, print its result\n"
                    "  apps                           the apps on this node: state, start, restarts, memory, volume\n"
                    "  logs APP [-f] [--since SEQ] [-n N]\n"
-                   "                                 an app's output (the last 100 lines by default); -f follows it\n");
+                   "                                 an app's output (the last 100 lines by default); -f follows it\n"
+                   "  drain [--off]                  the node takes no new servers or apps (vps.create and app.deploy\n"
+                   "                                 are refused) while every other job runs; kept across restarts;\n"
+                   "                                 --off ends it\n");
 }
 
 static int connect_socket(const char *path)
@@ -173,6 +177,16 @@ static void duration(long long secs, char *buf, size_t len)
                 snprintf(buf, len, "%llds", secs);
 }
 
+static void print_drain(json_t *d)
+{
+        if (json_is_true(json_object_get(d, "on")))
+                printf("the node drains since %s: vps.create and app.deploy are refused, every other job runs; "
+                       "nodeagentctl drain --off ends it\n",
+                       str(d, "since"));
+        else
+                printf("the node does not drain: it takes every job\n");
+}
+
 static void print_status(json_t *s)
 {
         char up[32];
@@ -194,6 +208,10 @@ static void print_status(json_t *s)
                num(link, "reportsPending"));
         printf("%-12s %lld bytes, %lld records, %lld interrupted, %lld fsyncs\n", "journal", num(jr, "bytes"),
                num(jr, "records"), num(jr, "interrupted"), num(jr, "syncs"));
+        json_t *drain = json_object_get(s, "nodeDrain");
+        if (json_is_true(json_object_get(drain, "on")))
+                printf("%-12s since %s: no new servers or apps (vps.create, app.deploy refused)\n", "drain",
+                       str(drain, "since"));
         json_t *cons = json_object_get(s, "consoles"), *c;
         size_t i;
         printf("%-12s %zu open\n", "consoles", json_array_size(cons));
@@ -466,13 +484,13 @@ int main(int argc, char **argv)
                 { "params", required_argument, NULL, 'p' },  { "timeout", required_argument, NULL, 'T' },
                 { "follow", no_argument, NULL, 'f' },        { "since", required_argument, NULL, 'S' },
                 { "lines", required_argument, NULL, 'n' },   { "help", no_argument, NULL, 'h' },
-                { 0 },
+                { "off", no_argument, NULL, 'o' },           { 0 },
         };
         const char *config = NA_DEFAULT_CONFIG, *socket_path = NULL, *target = NULL, *params = NULL;
         long timeout = 0;
         bool as_json = false;
         struct logs_args logs = { .since = -1 };
-        bool logs_opts = false;
+        bool logs_opts = false, drain_off = false;
         int c;
         /* GNU getopt permutes: options may stand anywhere, the rest is COMMAND [KIND]. */
         while ((c = getopt_long(argc, argv, "c:s:jt:p:T:fn:h", opts, NULL)) != -1) {
@@ -520,6 +538,9 @@ int main(int argc, char **argv)
                         logs_opts = true;
                         break;
                 }
+                case 'o':
+                        drain_off = true;
+                        break;
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -560,6 +581,10 @@ int main(int argc, char **argv)
                 fprintf(stderr, "nodeagentctl: --follow, --since and --lines go with logs\n");
                 return 2;
         }
+        if (drain_off && !streq(cmd, "drain")) {
+                fprintf(stderr, "nodeagentctl: --off goes with drain\n");
+                return 2;
+        }
         if (optind < argc) {
                 fprintf(stderr, "nodeagentctl: unexpected argument \"%s\"\n", argv[optind]);
                 return 2;
@@ -574,6 +599,8 @@ int main(int argc, char **argv)
         _cleanup_json_ json_t *req = NULL;
         if (streq(cmd, "status") || streq(cmd, "jobs") || streq(cmd, "apps"))
                 req = json_pack("{s:s}", "cmd", cmd);
+        else if (streq(cmd, "drain"))
+                req = json_pack("{s:s, s:b}", "cmd", "drain", "on", !drain_off);
         else if (streq(cmd, "run")) {
                 req = json_pack("{s:s, s:s}", "cmd", "run", "kind", kind);
                 if (params) {
@@ -616,9 +643,10 @@ int main(int argc, char **argv)
                 return 2;
         }
         if (as_json) {
-                json_t *show = streq(cmd, "status") ? json_object_get(ans, "status")
-                               : streq(cmd, "jobs") ? json_object_get(ans, "jobs")
-                                                    : ans;
+                json_t *show = streq(cmd, "status")  ? json_object_get(ans, "status")
+                               : streq(cmd, "jobs")  ? json_object_get(ans, "jobs")
+                               : streq(cmd, "drain") ? json_object_get(ans, "drain")
+                                                     : ans;
                 _cleanup_free_ char *text = json_dumps(show, JSON_INDENT(2));
                 printf("%s\n", text);
                 if (streq(cmd, "run"))
@@ -631,6 +659,8 @@ int main(int argc, char **argv)
                 print_jobs(json_object_get(ans, "jobs"));
         else if (streq(cmd, "apps"))
                 print_apps(json_object_get(ans, "apps"));
+        else if (streq(cmd, "drain"))
+                print_drain(json_object_get(ans, "drain"));
         else
                 return print_run(ans);
         return 0;

@@ -32,13 +32,37 @@ int proto_poll_split(const char *body, size_t len, bool *ret_success, struct pro
                      struct na_error *err);
 
 /*
+ * An exchange answer (AGENT-API 2.3): data is an object whose "jobs" array is split as
+ * above; the texts of its "taken" and "lost" members are spanned (len 0 when absent)
+ * for proto_exchange_acks_decode(). Other members ("leases") are skipped.
+ */
+struct proto_exchange_spans {
+        struct proto_span taken, lost;
+};
+int proto_exchange_split(const char *body, size_t len, bool *ret_success, struct proto_span **ret, size_t *ret_n,
+                         struct proto_exchange_spans *x, struct na_error *err);
+
+/* What an exchange answer says of one job of its body: taken (code "") or lost (code set). */
+struct proto_exchange_ack {
+        char id[PROTO_ID_MAX + 1];
+        char code[32]; /* "", JOB_NOT_FOUND, LEASE_LOST or JOB_CANCELLED */
+};
+/*
+ * Decode the "taken" (array of ids) and "lost" (array of {jobId, code}) texts spanned
+ * by proto_exchange_split() into one list (*ret, free()). An entry that cannot be read
+ * is reported in err and skipped (its job stays pending); the others are returned.
+ */
+int proto_exchange_acks_decode(const char *body, const struct proto_exchange_spans *x,
+                               struct proto_exchange_ack **ret, size_t *ret_n, struct na_error *err);
+
+/*
  * The top-level "id" (an answerable id: 1..64 of [A-Za-z0-9._-], no escapes) and
  * "attempt" (1 when absent or unreadable) of a job whose text starts at its '{'. The
  * text may be cut short: members before the cut count. false when no id was found.
  */
 bool proto_job_recover(const char *text, size_t len, char id[PROTO_ID_MAX + 1], int64_t *ret_attempt);
 
-/* The same for the first job of an answer of which only the head is known. */
+/* The same for the first job of an answer (a poll's or an exchange's) of which only the head is known. */
 bool proto_poll_recover_head(const char *head, size_t len, char id[PROTO_ID_MAX + 1], int64_t *ret_attempt);
 
 /*
@@ -47,3 +71,6 @@ bool proto_poll_recover_head(const char *head, size_t len, char id[PROTO_ID_MAX 
  * structure can be read from the end as well as from the start).
  */
 bool proto_poll_recover_tail(const char *tail, size_t len, char id[PROTO_ID_MAX + 1], int64_t *ret_attempt);
+/* The same in an exchange answer whose data ends with its "jobs" array (when "jobs" is
+ * not data's last member, only the head can tell the job's id). */
+bool proto_exchange_recover_tail(const char *tail, size_t len, char id[PROTO_ID_MAX + 1], int64_t *ret_attempt);

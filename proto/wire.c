@@ -70,6 +70,7 @@ int proto_settings_decode(json_t *data, struct proto_settings *out, struct na_er
         };
         for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
                 *(int64_t *)((char *)out + fields[i].off) = -1;
+        out->exchange = -1;
         if (!data || json_is_null(data))
                 return 0;
         if (!json_is_object(data))
@@ -79,6 +80,9 @@ int proto_settings_decode(json_t *data, struct proto_settings *out, struct na_er
                 if (proto_int(data, NULL, fields[i].key, 0, fields[i].min, fields[i].max, &v, err) == PROTO_PRESENT)
                         *(int64_t *)((char *)out + fields[i].off) = v;
         }
+        bool exchange;
+        if (proto_bool(data, NULL, "exchange", 0, &exchange, err) == PROTO_PRESENT)
+                out->exchange = exchange;
         return na_error_is_set(err) ? -EINVAL : 0;
 }
 

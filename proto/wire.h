@@ -43,6 +43,7 @@ struct proto_settings {
         int64_t lease_sec;
         int64_t report_interval_sec;
         int64_t metrics_interval_sec;
+        int exchange; /* 1 or 0: "exchange" (2.3) as given; -1 absent */
 };
 /*
  * Decode Settings. A field of the wrong type or out of range is reported in err

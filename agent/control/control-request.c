@@ -11,7 +11,7 @@
 
 static const char *const cmd_names[] = {
         [CONTROL_CMD_STATUS] = "status", [CONTROL_CMD_JOBS] = "jobs", [CONTROL_CMD_RUN] = "run",
-        [CONTROL_CMD_APPS] = "apps",     [CONTROL_CMD_LOGS] = "logs",
+        [CONTROL_CMD_APPS] = "apps",     [CONTROL_CMD_LOGS] = "logs", [CONTROL_CMD_DRAIN] = "drain",
 };
 
 const char *control_cmd_name(enum control_cmd cmd)
@@ -31,7 +31,7 @@ int control_request_parse(const char *line, size_t len, enum control_cmd *ret_cm
         const char *cmd = json_string_value(json_object_get(req, "cmd"));
         if (!cmd)
                 return na_error_set(err, EINVAL, NA_E_VALIDATION,
-                                    "request has no \"cmd\" (status, jobs, run, apps or logs)");
+                                    "request has no \"cmd\" (status, jobs, run, apps, logs or drain)");
         for (size_t i = 0; i < ARRAY_SIZE(cmd_names); i++)
                 if (streq(cmd, cmd_names[i])) {
                         *ret_cmd = (enum control_cmd)i;
@@ -43,7 +43,7 @@ int control_request_parse(const char *line, size_t len, enum control_cmd *ret_cm
         if (shown > 64)
                 for (shown = 64; shown > 0 && ((unsigned char)cmd[shown] & 0xc0) == 0x80; shown--)
                         ;
-        return na_error_set(err, EINVAL, NA_E_VALIDATION, "unknown cmd \"%.*s\" (status, jobs, run, apps or logs)",
+        return na_error_set(err, EINVAL, NA_E_VALIDATION, "unknown cmd \"%.*s\" (status, jobs, run, apps, logs or drain)",
                             (int)shown, cmd);
 }
 
@@ -89,5 +89,15 @@ int control_logs_decode(json_t *req, struct control_logs_request *ret, struct na
                 return -EINVAL;
         }
         snprintf(ret->app_id, sizeof(ret->app_id), "%s", id);
+        return 0;
+}
+
+int control_drain_decode(json_t *req, bool *ret_on, struct na_error *err)
+{
+        bool on = true;
+        int r = proto_bool(req, NULL, "on", 0, &on, err);
+        if (r < 0)
+                return r;
+        *ret_on = on;
         return 0;
 }

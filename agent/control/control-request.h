@@ -13,6 +13,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,7 @@ enum control_cmd {
         CONTROL_CMD_RUN,
         CONTROL_CMD_APPS,
         CONTROL_CMD_LOGS,
+        CONTROL_CMD_DRAIN,
 };
 
 /* "status", "jobs", ... */
@@ -54,3 +56,6 @@ struct control_logs_request {
         int64_t limit;
 };
 int control_logs_decode(json_t *req, struct control_logs_request *ret, struct na_error *err);
+
+/* A drain request: "on" (a boolean, default true; false ends the drain). */
+int control_drain_decode(json_t *req, bool *ret_on, struct na_error *err);

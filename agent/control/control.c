@@ -199,6 +199,28 @@ static void handle_run(struct conn *k, json_t *req)
         }
 }
 
+static void handle_drain(struct conn *k, json_t *req)
+{
+        struct control *c = k->control;
+        struct na_error err = NA_ERROR_INIT;
+        bool on;
+        _cleanup_json_ json_t *drain = NULL;
+        if (control_drain_decode(req, &on, &err) == 0) {
+                if (!c->ops->set_drain)
+                        na_error_set(&err, EOPNOTSUPP, NA_E_INTERNAL, "this agent cannot drain");
+                else
+                        drain = c->ops->set_drain(c->userdata, on, &err);
+        }
+        if (!drain) {
+                send_error(k, "drain: %s", err.message[0] ? err.message : "failed");
+                na_error_clear(&err);
+                return;
+        }
+        json_t *o = json_pack("{s:b, s:O}", "ok", 1, "drain", drain);
+        conn_send(k, o);
+        json_decref(o);
+}
+
 static void handle_line(struct conn *k, const char *line, size_t len)
 {
         struct control *c = k->control;
@@ -229,6 +251,9 @@ static void handle_line(struct conn *k, const char *line, size_t len)
         case CONTROL_CMD_APPS:
         case CONTROL_CMD_LOGS:
                 handle_apps(k, control_cmd_name(cmd), req);
+                break;
+        case CONTROL_CMD_DRAIN:
+                handle_drain(k, req);
                 break;
         }
 }

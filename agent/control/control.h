@@ -11,6 +11,9 @@
  *   {"cmd":"logs","app":UUID,"sinceSeq":N?,"limit":N?}
  *                                         -> {"ok":true,"lines":[{seq, ts, stream, text}],"nextSeq":N}
  *                                            (app.output: no sinceSeq = the last `limit` lines, default 100, max 1000)
+ *   {"cmd":"drain","on":true|false}       -> {"ok":true,"drain":{"on":bool,"since":date-time?}}: the node drains
+ *                                            (agent/jobs/job-drain.h: vps.create and app.deploy refused) or
+ *                                            stops draining; kept in the state directory across restarts
  * Garbage gets {"ok":false,"error":"..."} and the connection stays usable; a line
  * over 1 MiB closes it. Jobs run through the same job layer as remote ones. apps and
  * logs call the app driver (ops->services()->app) on threads of their own
@@ -35,6 +38,8 @@ struct control_ops {
         /* The services whose app driver apps and logs use (loop thread); NULL or no
          * services->app: apps are off. */
         const struct agent_services *(*services)(void *userdata);
+        /* Start (on) or end the node's drain; returns the drain object of the answer (loop thread). */
+        json_t *(*set_drain)(void *userdata, bool on, struct na_error *err);
 };
 
 int control_open(struct loop *loop, struct jobs *jobs, const char *path, const struct control_ops *ops,

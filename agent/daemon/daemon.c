@@ -1,5 +1,6 @@
 #include "agent/daemon/daemon.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,8 @@
 #include "proto/wire.h"
 
 #define DRAIN_TICK_MS 50
+/* The node's drain (`nodeagentctl drain`): this file in the state directory, {"since": date-time}. */
+#define NODE_DRAIN_FILE "node-drain.json"
 #define DRAIN_GRACE_MS 5000
 
 struct agent {
@@ -50,6 +53,7 @@ struct agent {
         uint64_t started_us;
 
         bool draining, drain_forced;
+        char node_drain_since[40]; /* "" unless the node drains (agent/jobs/job-drain.h) */
         uint64_t drain_started_us;
         struct loop_timer *drain_timer, *watchdog_timer, *status_timer;
         uint64_t watchdog_usec;
@@ -85,6 +89,8 @@ static void emit_event(const struct agent_services *s, const char *type, const c
                 json_decref(ev);
 }
 
+static json_t *node_drain_json(struct agent *a);
+
 static json_t *status_json(void *userdata)
 {
         struct agent *a = userdata;
@@ -92,7 +98,7 @@ static json_t *status_json(void *userdata)
         jobs_counters(a->jobs, &c);
         struct jobstore_stats js;
         jobstore_get_stats(a->store, &js);
-        return json_pack("{s:s, s:i, s:s, s:I, s:b, s:o, s:{s:i, s:i, s:i, s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}",
+        return json_pack("{s:s, s:i, s:s, s:I, s:b, s:o, s:{s:i, s:i, s:i, s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o}",
                          "version", NA_VERSION, "pid", (int)getpid(), "nodeId", a->cfg->node_id, "uptimeSec",
                          (json_int_t)((na_now_mono_us() - a->started_us) / NA_USEC_PER_SEC), "draining", a->draining,
                          "link", link_status_json(a->link), "jobs", "running", (int)jobs_running(a->jobs), "queued",
@@ -101,7 +107,8 @@ static json_t *status_json(void *userdata)
                          "resultsPending", (json_int_t)link_results_pending(a->link), "journal", "bytes",
                          (json_int_t)js.file_bytes, "records", (json_int_t)js.file_records, "pendingResults",
                          (json_int_t)js.pending_results, "interrupted", (json_int_t)js.interrupted, "syncs",
-                         (json_int_t)js.syncs, "consoles", consoles_status_json(a->consoles));
+                         (json_int_t)js.syncs, "consoles", consoles_status_json(a->consoles), "nodeDrain",
+                         node_drain_json(a));
 }
 
 static json_t *link_inventory(void *userdata)
@@ -113,7 +120,10 @@ static json_t *link_inventory(void *userdata)
 static json_t *link_capabilities(void *userdata)
 {
         struct agent *a = userdata;
-        return services_capabilities(&a->services);
+        json_t *caps = services_capabilities(&a->services);
+        if (caps)
+                json_object_set_new(caps, "draining", json_boolean(jobs_node_drain(a->jobs)));
+        return caps;
 }
 
 static json_t *link_metrics(void *userdata)
@@ -163,9 +173,72 @@ static const struct agent_services *control_services(void *userdata)
         return &a->services;
 }
 
+/* ---- the node's drain ---- */
+
+static json_t *node_drain_json(struct agent *a)
+{
+        json_t *o = json_pack("{s:b}", "on", jobs_node_drain(a->jobs));
+        if (o && a->node_drain_since[0])
+                json_object_set_new(o, "since", json_string(a->node_drain_since));
+        return o;
+}
+
+static void node_drain_path(struct agent *a, char *buf, size_t len)
+{
+        snprintf(buf, len, "%s/" NODE_DRAIN_FILE, a->cfg->state_dir);
+}
+
+/* At start: a drain an operator started before a restart goes on (the file is what counts). */
+static void node_drain_load(struct agent *a)
+{
+        char path[PATH_MAX];
+        node_drain_path(a, path, sizeof(path));
+        if (access(path, F_OK) < 0)
+                return;
+        _cleanup_json_ json_t *doc = na_json_load(path, 4096);
+        const char *since = json_string_value(json_object_get(doc, "since"));
+        snprintf(a->node_drain_since, sizeof(a->node_drain_since), "%s", since ? since : "?");
+        jobs_set_node_drain(a->jobs, true);
+        log_info("the node drains (since %s): vps.create and app.deploy are refused; `nodeagentctl drain --off` ends it",
+                 a->node_drain_since);
+}
+
+static json_t *control_set_drain(void *userdata, bool on, struct na_error *err)
+{
+        struct agent *a = userdata;
+        char path[PATH_MAX];
+        node_drain_path(a, path, sizeof(path));
+        if (on == jobs_node_drain(a->jobs))
+                return node_drain_json(a);
+        if (on) {
+                char since[40];
+                na_format_time_ms(na_now_real_ms(), since, sizeof(since));
+                char text[80];
+                int n = snprintf(text, sizeof(text), "{\"since\":\"%s\"}\n", since);
+                if (na_atomic_write(path, text, (size_t)n, 0600, err) < 0) {
+                        na_error_prefix(err, "node drain");
+                        return NULL;
+                }
+                snprintf(a->node_drain_since, sizeof(a->node_drain_since), "%s", since);
+                log_info("the node drains from now on (nodeagentctl drain): vps.create and app.deploy are refused, "
+                         "every other job runs");
+        } else {
+                if (na_unlink(path, err) < 0 || na_fsync_parent(path, err) < 0) {
+                        na_error_prefix(err, "node drain");
+                        return NULL;
+                }
+                a->node_drain_since[0] = '\0';
+                log_info("the node's drain ended (nodeagentctl drain --off): it takes every job again");
+        }
+        jobs_set_node_drain(a->jobs, on);
+        link_capabilities_changed(a->link); /* hello again: the central API reads "draining" there */
+        return node_drain_json(a);
+}
+
 static const struct control_ops control_ops = {
         .status = status_json,
         .services = control_services,
+        .set_drain = control_set_drain,
 };
 
 /* ---- signals, drain, reload ---- */
@@ -334,6 +407,7 @@ int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err
                 r = jobs_set_lanes(a->jobs, (unsigned)cfg->node_parallel_jobs, (unsigned)cfg->max_queued_jobs, err);
         if (r < 0)
                 goto fail;
+        node_drain_load(a);
         co = (struct consoles_options){
                 .loop = a->loop,
                 .jobs = a->jobs,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/jobs/job-drain.h"
 #include "agent/jobs/workers.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
@@ -38,6 +39,7 @@ struct jobs {
         struct job_lane_counts counts; /* loop thread */
         atomic_uint running, queued;
         bool stopping;
+        bool node_drain; /* `nodeagentctl drain`: creation kinds are refused (job-drain.h) */
 
         /*
          * The hand-off between workers and the rest of the agent. A worker holds it
@@ -550,6 +552,13 @@ struct job_ctx *jobs_submit(struct jobs *jobs, struct proto_job *pj, const struc
                                        job->kind->name);
                 return finish_at_once(jobs, job, &err);
         }
+        if (jobs->node_drain && job_drain_refuses(job->kind->name)) {
+                na_error_set(&err, EBUSY, NA_E_INVALID_STATE,
+                             "the node is draining: it takes no new %s (nodeagentctl drain --off ends it)",
+                             job->kind->name);
+                na_error_detail(&err, "state", json_string(JOB_DRAIN_STATE));
+                return finish_at_once(jobs, job, &err);
+        }
         if (jobs->stopping) {
                 na_error_set(&err, ESHUTDOWN, NA_E_INTERNAL, "job %s: the agent is stopping", job->pj.id);
                 job->state = JOB_ABANDONED;
@@ -640,6 +649,16 @@ unsigned jobs_active(const struct jobs *jobs)
 unsigned jobs_max_parallel(const struct jobs *jobs)
 {
         return jobs->lim.tenant_max;
+}
+
+void jobs_set_node_drain(struct jobs *jobs, bool on)
+{
+        jobs->node_drain = on;
+}
+
+bool jobs_node_drain(const struct jobs *jobs)
+{
+        return jobs->node_drain;
 }
 
 unsigned jobs_poll_room(const struct jobs *jobs)

@@ -88,6 +88,9 @@ unsigned jobs_max_parallel(const struct jobs *jobs);
 #define JOBS_QUEUED_MAX_DEFAULT 16
 /* The node lane's slots (>= 1) and the tenant jobs that may wait queued (agent/jobs/job-lanes.h). */
 int jobs_set_lanes(struct jobs *jobs, unsigned node_max, unsigned queued_max, struct na_error *err);
+/* The node drains (agent/jobs/job-drain.h): creation kinds are refused from now on. Loop thread. */
+void jobs_set_node_drain(struct jobs *jobs, bool on);
+bool jobs_node_drain(const struct jobs *jobs);
 /* How many jobs the link may take now (agent/jobs/job-lanes.h); 0: none. Loop thread. */
 unsigned jobs_poll_room(const struct jobs *jobs);
 

@@ -1,8 +1,9 @@
 /*
- * The controller link's parts, shared by its three files: link.c (the link's state,
- * hello, the long poll, reports), link-jobs.c (remote jobs from offer to result) and
- * link-token.c (the bearer token and its rotation). Nothing outside agent/link/link*.c
- * includes this.
+ * The controller link's parts, shared by its files: link.c (the link's state, hello,
+ * the long poll, reports), link-jobs.c (remote jobs from offer to result),
+ * link-exchange.c (the exchange form of 2.3: results and progress ride on the poll)
+ * and link-token.c (the bearer token and its rotation). Nothing outside
+ * agent/link/link*.c includes this.
  */
 #pragma once
 
@@ -13,8 +14,11 @@
 #include "agent/link/http.h"
 #include "agent/link/link.h"
 #include "agent/link/progress-pace.h"
+#include "proto/poll.h"
 
 #define RESULTS_IN_FLIGHT_MAX 8
+/* The exchange form: results one exchange carries at most (the rest ride the next). */
+#define EXCHANGE_RESULTS_MAX 64
 
 enum link_state { LINK_CONNECTING, LINK_CONNECTED, LINK_BACKOFF, LINK_AUTH_REFUSED };
 
@@ -39,6 +43,11 @@ enum link_state { LINK_CONNECTING, LINK_CONNECTED, LINK_BACKOFF, LINK_AUTH_REFUS
  *
  * A queued result (struct outgoing) is posted until the central API takes it or
  * refuses it; every attempt posts the same body: one result per attempt.
+ *
+ * In the exchange form (the settings said "exchange": true) the same machine holds;
+ * only the carriage differs: a due progress is marked progress_wanted and rides the
+ * next exchange (progress_in_flight while it does), and queued results ride one too
+ * (link-exchange.c).
  */
 enum link_job_state { LJ_RUNNING, LJ_DROPPED, LJ_ENDED };
 
@@ -52,6 +61,7 @@ struct link_job {
         struct progress_pace pace;
         struct job_progress_info latest; /* what the next post carries */
         bool progress_in_flight;
+        bool progress_wanted;    /* exchange form: the next exchange carries the latest */
         json_t *result;          /* DROPPED: the result whose journal record is closed at the end */
         bool journaled;
         struct link_job *prev, *next;
@@ -102,6 +112,13 @@ struct link {
 
         struct link_job *jobs;
 
+        /* The exchange form (2.3, link-exchange.c). */
+        bool exchange;                 /* the settings offered it: used instead of the poll and the posts */
+        struct exchange *exchanges;    /* in flight */
+        unsigned quick_in_flight;      /* exchanges with wait=0 carrying results or progress */
+        unsigned asked_in_flight;      /* max= summed over the quick exchanges in flight */
+        struct loop_timer *held_timer; /* results the last answer neither took nor refused: sent again after it */
+
         char *token;
         int inotify_fd, inotify_wd;
         char token_dir[PATH_MAX], token_base[NAME_MAX + 1];
@@ -116,6 +133,12 @@ json_t *link_answer(const struct http_response *resp, struct proto_envelope *env
 void link_url(struct link *l, char *buf, size_t len, const char *collection, const char *id, const char *what);
 void link_maybe_poll(struct link *l);
 void link_send_hello(struct link *l);
+/* Take the jobs of an answer (spans of text); refuses those it cannot read. */
+void link_take_jobs(struct link *l, const char *text, const struct proto_span *spans, size_t n);
+/* A poll (or exchange) that failed, or whose 200 answer was not an envelope holding shape. */
+void link_poll_failed(struct link *l, const char *what, const struct http_response *resp, const char *shape);
+/* An answer over the size cap to a request that asked for asked jobs; true when handled. */
+bool link_answer_oversized(struct link *l, const struct http_response *resp, unsigned asked, bool exchange);
 
 /* link-jobs.c */
 void link_take_job(struct link *l, json_t *item);
@@ -125,6 +148,20 @@ void link_send_results(struct link *l);
 void link_requeue_from_journal(void *userdata, const char *id, json_t *result);
 void link_jobs_free(struct link *l);
 bool link_jobs_idle(struct link *l);
+/* The central API refused a job's progress (a 404/409, not transient): act on it. */
+void link_job_progress_refused(struct link_job *lj, long status, const char *code);
+void link_job_step(struct link_job *lj);
+/* A queued result, in the order of the queue. */
+void link_results_push_front(struct link *l, struct outgoing *o);
+/* The result left the queue for good (taken, or refused with 404/409 or for ever). */
+void link_result_done(struct link *l, struct outgoing *o);
+
+/* link-exchange.c */
+/* Send what is due: queued results and wanted progress at once (wait=0), and the long
+ * poll when there is room and none is in flight. The exchange form's link_maybe_poll. */
+void link_exchange_kick(struct link *l);
+void link_exchange_free_all(struct link *l);
+void link_exchange_held_fired(void *userdata); /* held_timer's function */
 
 /* link-token.c */
 int link_read_token(struct link *l, char **ret, struct na_error *err);

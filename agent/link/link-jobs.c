@@ -21,7 +21,7 @@ static void outgoing_free(struct outgoing *o)
         free(o);
 }
 
-static void push_front(struct link *l, struct outgoing *o)
+void link_results_push_front(struct link *l, struct outgoing *o)
 {
         o->next = l->out_head;
         l->out_head = o;
@@ -81,7 +81,7 @@ static void result_done(void *userdata, const struct http_response *resp)
         } else if (resp->status == 404 || resp->status == 409) {
                 log_warn("job %s: the central API refused its result (HTTP %ld %s); dropped", o->id, resp->status, code);
         } else if (link_transient(resp->status) || resp->status == 401 || resp->status == 403) {
-                push_front(l, o); /* still the oldest */
+                link_results_push_front(l, o); /* still the oldest */
                 link_failed(l, "result", resp, code);
                 return;
         } else {
@@ -89,16 +89,25 @@ static void result_done(void *userdata, const struct http_response *resp)
                           "rejected again",
                           o->id, resp->status, code, env.error ? env.error : "");
         }
-        if (o->journaled)
-                jobstore_record_acked(l->opt.store, o->id);
-        atomic_fetch_sub(&l->results_pending, 1);
-        outgoing_free(o);
+        link_result_done(l, o);
         link_send_results(l);
         link_maybe_poll(l);
 }
 
+void link_result_done(struct link *l, struct outgoing *o)
+{
+        if (o->journaled)
+                jobstore_record_acked(l->opt.store, o->id);
+        atomic_fetch_sub(&l->results_pending, 1);
+        outgoing_free(o);
+}
+
 void link_send_results(struct link *l)
 {
+        if (l->exchange) {
+                link_exchange_kick(l);
+                return;
+        }
         while (l->state == LINK_CONNECTED && l->out_head && l->results_in_flight < RESULTS_IN_FLIGHT_MAX) {
                 struct outgoing *o = l->out_head;
                 l->out_head = o->next;
@@ -150,22 +159,28 @@ static void progress_done(void *userdata, const struct http_response *resp)
                 /* leaseExpiresAt is the central API's business; keepalives follow leaseSec/3. */
         } else if (link_transient(resp->status) || resp->status == 401 || resp->status == 403) {
                 link_failed(l, "progress", resp, code);
-        } else if (lj->state == LJ_ENDED) {
+        } else
+                link_job_progress_refused(lj, resp->status, code);
+        lj_step(lj);
+}
+
+void link_job_progress_refused(struct link_job *lj, long status, const char *code)
+{
+        if (lj->state == LJ_ENDED) {
                 /* The result is queued already: the central API answers for the job there. */
-        } else if (resp->status == 409 && streq(code, NA_E_JOB_CANCELLED)) {
+        } else if (status == 409 && streq(code, NA_E_JOB_CANCELLED)) {
                 if (lj->state == LJ_RUNNING && lj->job) {
                         log_job(LOG_LEVEL_WARN, lj->id, lj->job->target_key, "cancelled by the central API; stopping at the next safe point");
                         jobs_request_stop(lj->job, JOB_STOP_CANCELLED);
                 }
-        } else if (resp->status == 404 || resp->status == 409) {
+        } else if (status == 404 || status == 409) {
                 log_job(LOG_LEVEL_WARN, lj->id, lj->job ? lj->job->target_key : NULL,
                         "the central API no longer holds this job (HTTP %ld %s); stopping it, its result will not be sent",
-                        resp->status, code);
+                        status, code);
                 if (lj->job)
                         jobs_request_stop(lj->job, JOB_STOP_LEASE_LOST);
                 lj->state = LJ_DROPPED;
         }
-        lj_step(lj);
 }
 
 /* Post the latest progress: what the job reported last, or, as a keepalive, the same again. */
@@ -204,7 +219,17 @@ static void lj_step(struct link_job *lj)
                 uint64_t now = na_now_mono_us();
                 uint64_t due = progress_pace_due(&lj->pace, PROGRESS_GAP_US, keepalive_us(l));
                 if (due <= now && l->state == LINK_CONNECTED) {
-                        post_progress(lj, now);
+                        if (!l->exchange) {
+                                post_progress(lj, now);
+                                return;
+                        }
+                        lj->progress_wanted = true; /* rides the next exchange, sent now when it can be */
+                        link_exchange_kick(l);
+                        if (lj->progress_in_flight || lj->state != LJ_RUNNING)
+                                return;
+                        /* Not sent yet (every quick exchange is in flight): one of their answers
+                         * sends it, or the timer after a gap. */
+                        loop_timer_arm_us(lj->pace_timer, PROGRESS_GAP_US);
                         return;
                 }
                 /* Not yet, or the link is down: the timer looks again (down: a gap later). */
@@ -227,6 +252,11 @@ static void lj_step(struct link_job *lj)
 static void pace_timer_fired(void *userdata)
 {
         lj_step(userdata);
+}
+
+void link_job_step(struct link_job *lj)
+{
+        lj_step(lj);
 }
 
 static int remote_before_run(void *userdata, struct job_ctx *job, struct na_error *err)

@@ -147,11 +147,11 @@ static void unreadable_reason(const char *text, size_t len, const json_error_t *
 }
 
 /* An answer over the size cap: ask for one job at a time; a single job over it is refused. */
-static bool poll_oversized(struct link *l, const struct http_response *resp)
+bool link_answer_oversized(struct link *l, const struct http_response *resp, unsigned asked, bool exchange)
 {
         if (!resp->truncated || resp->truncated_status != 200)
                 return false;
-        if (l->poll_asked > 1) {
+        if (asked > 1) {
                 log_warn("controller link: a poll answer was larger than %u bytes; asking for one job at a time",
                          HTTP_BODY_MAX);
                 l->poll_one = true;
@@ -160,7 +160,7 @@ static bool poll_oversized(struct link *l, const struct http_response *resp)
         char id[PROTO_ID_MAX + 1];
         int64_t attempt = 1;
         if (!proto_poll_recover_head(resp->body, resp->body_len, id, &attempt) &&
-            !proto_poll_recover_tail(resp->tail, resp->tail_len, id, &attempt))
+            !(exchange ? proto_exchange_recover_tail : proto_poll_recover_tail)(resp->tail, resp->tail_len, id, &attempt))
                 return false; /* nothing to answer: backs off like any unreadable answer */
         struct na_error err = NA_ERROR_INIT;
         na_error_field(&err, NULL, "the job is larger than the agent takes in one poll answer (%u bytes)", HTTP_BODY_MAX);
@@ -170,7 +170,7 @@ static bool poll_oversized(struct link *l, const struct http_response *resp)
 }
 
 /* Each job on its own: one that cannot be read is refused by id, the others run. */
-static void take_jobs(struct link *l, const char *body, const struct proto_span *spans, size_t n)
+void link_take_jobs(struct link *l, const char *body, const struct proto_span *spans, size_t n)
 {
         json_t **items = calloc(n ? n : 1, sizeof(*items));
         size_t k = 0;
@@ -205,6 +205,22 @@ static void take_jobs(struct link *l, const char *body, const struct proto_span 
         free(items);
 }
 
+void link_poll_failed(struct link *l, const char *what, const struct http_response *resp, const char *shape)
+{
+        char code[64];
+        struct proto_envelope env;
+        _cleanup_json_ json_t *root = link_answer(resp, &env, code, sizeof(code));
+        if (resp->status != 200) {
+                link_failed(l, what, resp, code);
+                return;
+        }
+        struct http_response bad = *resp;
+        bad.status = 0;
+        bad.transport_code = -1; /* a protocol error of its own */
+        snprintf(bad.error, sizeof(bad.error), "the answer is not an envelope holding %s", shape);
+        link_failed(l, what, &bad, NULL);
+}
+
 static void poll_done(void *userdata, const struct http_response *resp)
 {
         struct link *l = userdata;
@@ -218,24 +234,14 @@ static void poll_done(void *userdata, const struct http_response *resp)
                 if (proto_poll_split(resp->body, resp->body_len, &success, &spans, &n, &err) == 0 && success) {
                         ok = true;
                         l->poll_one = false;
-                        take_jobs(l, resp->body, spans, n);
+                        link_take_jobs(l, resp->body, spans, n);
                 }
                 free(spans);
                 na_error_clear(&err);
         } else
-                ok = poll_oversized(l, resp);
+                ok = link_answer_oversized(l, resp, l->poll_asked, false);
         if (!ok) {
-                char code[64];
-                struct proto_envelope env;
-                _cleanup_json_ json_t *root = link_answer(resp, &env, code, sizeof(code));
-                if (resp->status == 200) {
-                        struct http_response bad = *resp;
-                        bad.status = 0;
-                        bad.transport_code = -1; /* a protocol error of its own */
-                        snprintf(bad.error, sizeof(bad.error), "the answer is not an envelope holding an array of jobs");
-                        link_failed(l, "poll", &bad, NULL);
-                } else
-                        link_failed(l, "poll", resp, code);
+                link_poll_failed(l, "poll", resp, "an array of jobs");
                 return;
         }
         backoff_reset(&l->backoff);
@@ -245,6 +251,10 @@ static void poll_done(void *userdata, const struct http_response *resp)
 
 void link_maybe_poll(struct link *l)
 {
+        if (l->exchange) {
+                link_exchange_kick(l);
+                return;
+        }
         if (l->state != LINK_CONNECTED || l->draining || l->poll_in_flight)
                 return;
         /* Room in either lane (agent/jobs/job-lanes.h): with every tenant slot taken by long
@@ -351,11 +361,17 @@ static void apply_settings(struct link *l, json_t *data)
                         log_error("controller link: maxJobs %lld not applied: %s", (long long)s.max_jobs, err.message);
                 na_error_clear(&err);
         }
+        if (s.exchange >= 0 && (bool)s.exchange != l->exchange) {
+                l->exchange = s.exchange;
+                log_info("controller link: %s", l->exchange ? "exchange form: results and progress ride on the poll"
+                                                            : "the central API no longer offers the exchange form: "
+                                                              "results and progress are posted");
+        }
         if (l->opt.settings_applied)
                 l->opt.settings_applied(l->opt.userdata, &s);
-        log_debug("controller link: settings pollWaitSec=%lld leaseSec=%lld reportIntervalSec=%lld maxJobs=%u",
+        log_debug("controller link: settings pollWaitSec=%lld leaseSec=%lld reportIntervalSec=%lld maxJobs=%u exchange=%s",
                   (long long)l->poll_wait_sec, (long long)l->lease_sec, (long long)l->report_interval_sec,
-                  jobs_max_parallel(l->opt.jobs));
+                  jobs_max_parallel(l->opt.jobs), l->exchange ? "true" : "false");
 }
 
 static void hello_done(void *userdata, const struct http_response *resp)
@@ -440,6 +456,13 @@ void link_start(struct link *l)
         link_send_hello(l);
 }
 
+void link_capabilities_changed(struct link *l)
+{
+        /* Connected: say hello again now. Otherwise the hello of the reconnect carries them. */
+        if (l->started && l->state == LINK_CONNECTED)
+                link_send_hello(l);
+}
+
 void link_drain(struct link *l)
 {
         l->draining = true;
@@ -475,6 +498,7 @@ json_t *link_status_json(struct link *l)
         struct reports_stats rs;
         reports_get_stats(l->opt.reports, &rs);
         json_object_set_new(o, "reportsPending", json_integer((json_int_t)rs.pending));
+        json_object_set_new(o, "exchange", json_boolean(l->exchange));
         json_object_set_new(o, "nextReportSeq", json_integer((json_int_t)rs.next_seq));
         return o;
 }
@@ -518,7 +542,8 @@ int link_new(struct loop *loop, const struct link_options *opt, struct link **re
         }
         l->retry_timer = loop_timer_new(loop, retry_fired, l);
         l->report_timer = loop_timer_new(loop, report_timer_fired, l);
-        if (!l->retry_timer || !l->report_timer) {
+        l->held_timer = loop_timer_new(loop, link_exchange_held_fired, l);
+        if (!l->retry_timer || !l->report_timer || !l->held_timer) {
                 link_free(l);
                 return na_error_sys(err, ENOMEM, "controller link: timers");
         }
@@ -548,7 +573,9 @@ void link_free(struct link *l)
                         json_decref(l->hello_inventory);
         }
         http_free(l->http); /* drops in-flight requests without their callbacks */
+        link_exchange_free_all(l);
         link_jobs_free(l);
+        loop_timer_free(l->held_timer);
         loop_timer_free(l->retry_timer);
         loop_timer_free(l->report_timer);
         link_unwatch_token(l);

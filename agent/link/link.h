@@ -41,6 +41,8 @@ int link_new(struct loop *loop, const struct link_options *opt, struct link **re
 void link_free(struct link *l);
 /* Say hello, then poll. Results left in the journal by an earlier run are queued first. */
 void link_start(struct link *l);
+/* What hello's capabilities say changed (the node's drain): hello again when connected. */
+void link_capabilities_changed(struct link *l);
 /* Stop taking jobs (SIGTERM); results and reports are still sent. */
 void link_drain(struct link *l);
 /* Nothing left to send, or nothing can be sent now (the link is down). */

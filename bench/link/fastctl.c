@@ -5,8 +5,11 @@
  * JSON line, the round trip of each (sequential mode) or the throughput (parallel
  * mode), then exits. Mode win keeps MAXJOBS jobs in flight: a new one is offered as
  * soon as a result comes back (throughput and each job's round trip under load).
+ * With FORM "exchange" the settings offer the exchange endpoint (AGENT-API 2.3) and
+ * results ride on it; "posts" (the default) is the two-request form. Either way the
+ * line counts the agent's job requests (polls, exchanges, result and progress posts).
  *
- *   fastctl PORT CERT KEY NODE_ID N MODE(seq|par|win) MAXJOBS
+ *   fastctl PORT CERT KEY NODE_ID N MODE(seq|par|win) MAXJOBS [posts|exchange]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,7 +37,9 @@ struct conn {
         char *in;
         size_t in_len;
         bool poll_waiting; /* a long poll held until a job is available */
+        bool poll_exchange; /* the waiting poll is an exchange: its answer is an object */
         unsigned poll_max;
+        char *taken;        /* the waiting exchange's "taken" list, "" when none */
 };
 
 static struct conn *conns[65536];
@@ -44,6 +49,9 @@ static int epfd;
 static const char *node_id;
 static long n_jobs, offered, done, max_in_flight;
 static bool sequential, windowed; /* seq: one job at a time; win: MAXJOBS in flight */
+static bool exchange_form;
+static long job_requests;
+static long x_count[2][2][2]; /* [wait][carried results][jobs given] (FASTCTL_DEBUG) */
 static unsigned max_jobs;
 static double *offer_at, *result_at, first_offer, last_result;
 
@@ -58,6 +66,7 @@ static void conn_close(struct conn *c)
 {
         epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
         SSL_free(c->ssl);
+        free(c->taken);
         close(c->fd);
         conns[c->fd] = NULL;
         free(c->in);
@@ -92,21 +101,24 @@ static void respond(struct conn *c, const char *body)
         free(msg);
 }
 
-static bool answer_poll(struct conn *c)
+static bool answer_poll(struct conn *c, bool now_anyway)
 {
         long avail = n_jobs - offered;
         if (sequential && offered > done)
                 avail = 0; /* one at a time: the next only when the last is back */
         if (windowed && avail > (long)max_jobs - (offered - done))
                 avail = (long)max_jobs - (offered - done); /* a window of MAXJOBS in flight */
-        if (avail <= 0)
-                return false;
+        if (avail < 0)
+                avail = 0;
         long give = avail < (long)c->poll_max ? avail : (long)c->poll_max;
-        if (sequential)
+        if (sequential && give > 1)
                 give = 1;
-        size_t cap = 256 + (size_t)give * 400;
+        if (give == 0 && !now_anyway)
+                return false;
+        size_t cap = 256 + (size_t)give * 400 + (c->taken ? strlen(c->taken) : 0);
         char *body = malloc(cap);
-        size_t len = (size_t)snprintf(body, cap, "{\"success\":true,\"message\":\"\",\"data\":[");
+        size_t len = (size_t)snprintf(body, cap, "{\"success\":true,\"message\":\"\",\"data\":%s",
+                                      c->poll_exchange ? "{\"jobs\":[" : "[");
         double t = now();
         for (long i = 0; i < give; i++) {
                 long k = offered++;
@@ -121,7 +133,10 @@ static bool answer_poll(struct conn *c)
                                         "\"createdAt\":\"2026-11-21T10:00:00Z\",\"timeoutSec\":600}",
                                         i ? "," : "", k, node_id);
         }
-        snprintf(body + len, cap - len, "]}");
+        if (c->poll_exchange)
+                snprintf(body + len, cap - len, "],\"taken\":[%s],\"lost\":[],\"leases\":[]}}", c->taken ? c->taken : "");
+        else
+                snprintf(body + len, cap - len, "]}");
         c->poll_waiting = false;
         respond(c, body);
         free(body);
@@ -131,32 +146,69 @@ static bool answer_poll(struct conn *c)
 static void wake_polls(void)
 {
         for (int fd = 0; fd <= max_fd; fd++)
-                if (conns[fd] && conns[fd]->poll_waiting && !answer_poll(conns[fd]))
+                if (conns[fd] && conns[fd]->poll_waiting && !answer_poll(conns[fd], false))
                         break;
+}
+
+/* A result for the job whose id ends in k (hex). */
+static void take_result(const char *id)
+{
+        long k = strtol(id + 24, NULL, 16);
+        if (k >= 0 && k < n_jobs && result_at[k] == 0) {
+                result_at[k] = last_result = now();
+                done++;
+        }
+}
+
+/* An exchange: the results of its body are recorded first, then it is answered like a poll. */
+static void handle_exchange(struct conn *c, const char *path, const char *body)
+{
+        const char *m = strstr(path, "max="), *w = strstr(path, "wait=");
+        c->poll_max = m ? (unsigned)atoi(m + 4) : 1;
+        bool wait = !w || atoi(w + 5) > 0;
+        const char *progress = strstr(body, "\"progress\":");
+        size_t cap = 64, len = 0;
+        free(c->taken);
+        c->taken = malloc(cap);
+        c->taken[0] = '\0';
+        for (const char *p = body; (p = strstr(p, "\"jobId\":\"")) && (!progress || p < progress); p += 9) {
+                const char *id = p + 9;
+                take_result(id);
+                if (len + 48 > cap)
+                        c->taken = realloc(c->taken, cap *= 2);
+                len += (size_t)snprintf(c->taken + len, cap - len, "%s\"%.36s\"", len ? "," : "", id);
+        }
+        c->poll_exchange = true;
+        c->poll_waiting = true;
+        long before = offered;
+        if (!answer_poll(c, !wait) && !wait)
+                c->poll_waiting = false;
+        x_count[wait][len > 0][offered > before]++;
+        if (len && (sequential || windowed))
+                wake_polls();
 }
 
 static void handle(struct conn *c, const char *method, const char *path, const char *body)
 {
-        (void)body;
+        if (!strstr(path, "/hello") && !strstr(path, "/reports"))
+                job_requests++;
         if (strstr(path, "/hello")) {
                 char settings[256];
                 snprintf(settings, sizeof(settings),
                          "{\"success\":true,\"message\":\"\",\"data\":{\"pollWaitSec\":30,\"maxJobs\":%u,\"leaseSec\":60,"
-                         "\"reportIntervalSec\":3600}}",
-                         max_jobs);
+                         "\"reportIntervalSec\":3600%s}}",
+                         max_jobs, exchange_form ? ",\"exchange\":true" : "");
                 respond(c, settings);
+        } else if (strstr(path, "/exchange?")) {
+                handle_exchange(c, path, body);
         } else if (strstr(path, "/jobs?")) {
                 const char *m = strstr(path, "max=");
                 c->poll_max = m ? (unsigned)atoi(m + 4) : 1;
+                c->poll_exchange = false;
                 c->poll_waiting = true;
-                answer_poll(c);
+                answer_poll(c, false);
         } else if (strstr(path, "/result")) {
-                const char *id = strstr(path, "/jobs/") + 6;
-                long k = strtol(id + 24, NULL, 16);
-                if (k >= 0 && k < n_jobs && result_at[k] == 0) {
-                        result_at[k] = last_result = now();
-                        done++;
-                }
+                take_result(strstr(path, "/jobs/") + 6);
                 respond(c, "{\"success\":true,\"message\":\"\",\"data\":{}}");
                 if (sequential || windowed)
                         wake_polls();
@@ -227,10 +279,11 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-        if (argc != 8) {
-                fprintf(stderr, "usage: fastctl PORT CERT KEY NODE_ID N seq|par|win MAXJOBS\n");
+        if (argc != 8 && argc != 9) {
+                fprintf(stderr, "usage: fastctl PORT CERT KEY NODE_ID N seq|par|win MAXJOBS [posts|exchange]\n");
                 return 2;
         }
+        exchange_form = argc == 9 && strcmp(argv[8], "exchange") == 0;
         int port = atoi(argv[1]);
         node_id = argv[4];
         n_jobs = atol(argv[5]);
@@ -292,9 +345,15 @@ int main(int argc, char **argv)
                 sum += lat[k];
         qsort(lat, (size_t)n_jobs, sizeof(double), cmp);
         printf("{\"jobs\":%ld,\"seconds\":%.6f,\"jobsPerSec\":%.1f,\"p50Ms\":%.3f,\"p99Ms\":%.3f,\"meanMs\":%.3f,"
-               "\"maxInFlight\":%ld}\n",
+               "\"maxInFlight\":%ld,\"requests\":%ld,\"requestsPerJob\":%.4f}\n",
                n_jobs, last_result - first_offer, n_jobs / (last_result - first_offer), lat[n_jobs / 2],
-               lat[(long)((n_jobs - 1) * 0.99)], sum / (double)n_jobs, max_in_flight);
+               lat[(long)((n_jobs - 1) * 0.99)], sum / (double)n_jobs, max_in_flight, job_requests,
+               (double)job_requests / (double)n_jobs);
+        if (getenv("FASTCTL_DEBUG"))
+                for (int w = 0; w < 2; w++)
+                        for (int r = 0; r < 2; r++)
+                                for (int g = 0; g < 2; g++)
+                                        fprintf(stderr, "exchanges wait=%d results=%d jobs=%d: %ld\n", w, r, g, x_count[w][r][g]);
         fflush(stdout); /* before anything at exit (a sanitizer's report) could end the process */
         for (int fd = 0; fd < 65536; fd++)
                 if (conns[fd])

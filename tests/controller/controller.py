@@ -4,7 +4,9 @@ nodeagent's own tests, demo and benchmarks. Python 3 standard library only.
 
 Agent side (HTTPS, --port):   POST /nodes/{id}/hello, GET /nodes/{id}/jobs,
                               POST /jobs/{id}/progress, POST /jobs/{id}/result,
-                              POST /nodes/{id}/reports
+                              POST /nodes/{id}/reports, POST /nodes/{id}/exchange (2.3;
+                              offered in the settings with --exchange, or when the
+                              environment says NA_TEST_EXCHANGE=1)
 Admin side (plain HTTP on 127.0.0.1, --admin-port), JSON in and out:
   POST /admin/jobs            {kind, target:{type,id}, params?, timeoutSec?, id?} or a list -> {ids}
   POST /admin/raw-jobs        [anything]: offered verbatim in the next poll answer
@@ -22,6 +24,8 @@ Admin side (plain HTTP on 127.0.0.1, --admin-port), JSON in and out:
   POST /admin/settings        the Settings object hello answers with
   POST /admin/cancel/{id}     the next progress of that job answers 409 JOB_CANCELLED
   POST /admin/lose-lease/{id} the next progress answers 409 LEASE_LOST
+  POST /admin/forget/{id}     the controller forgets the job: its result and progress answer
+                              404 JOB_NOT_FOUND (lost in an exchange answer)
   POST /admin/reset           forget requests, results and reports; with {done: true}
                               also every report and every job that is done (soak runs)
   /admin/relay/...            the relay end of live consoles: see relay.py
@@ -29,6 +33,7 @@ Relay side (on the agent side's port): GET /relay/{sessionId}, a WebSocket upgra
 """
 import argparse
 import json
+import os
 import select
 import socket
 import ssl
@@ -58,6 +63,9 @@ class State:
                          "reportIntervalSec": args.report_interval}
         if args.max_jobs:
             self.settings["maxJobs"] = args.max_jobs
+        if args.exchange:
+            self.settings["exchange"] = True
+        self.refused = []     # [jobId, what, code]: results and progress answered 404/409
         self.jobs = {}        # id -> record
         self.queue = []       # ids waiting to be offered, oldest first
         self.raw_jobs = []    # offered verbatim
@@ -66,6 +74,7 @@ class State:
         self.reports = []
         self.max_seq = 0
         self.hellos = []
+        self.exchanges = []   # {at, wait, max, results, progress} per exchange request
         self.requests = []
         self.fault = {"mode": "none"}
         self.started = time.time()
@@ -214,6 +223,77 @@ class Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             return True
 
+    def take_progress(self, jid, payload):
+        """Under STATE.lock: a progress (POST .../progress or in an exchange)."""
+        j = STATE.jobs.get(jid)
+        if not j or j.get("forgotten"):
+            STATE.refused.append([jid, "progress", "JOB_NOT_FOUND"])
+            return 404, envelope_err("JOB_NOT_FOUND", "Job not found")
+        j["progress"].append(payload)
+        j.setdefault("progressAt", []).append(time.time())  # the pace test reads the times
+        if j.get("cancel"):
+            return 409, envelope_err("JOB_CANCELLED", "Job cancelled")
+        if j.get("loseLease"):
+            STATE.refused.append([jid, "progress", "LEASE_LOST"])
+            return 409, envelope_err("LEASE_LOST", "Lease lost")
+        j["leaseExpires"] = time.time() + STATE.lease_sec
+        return 200, envelope_ok({"leaseExpiresAt": now_iso(j["leaseExpires"])})
+
+    def take_result(self, jid, payload):
+        """Under STATE.lock: a result (POST .../result or in an exchange)."""
+        j = STATE.jobs.get(jid)
+        if not j or j.get("forgotten"):
+            STATE.refused.append([jid, "result", "JOB_NOT_FOUND"])
+            return 404, envelope_err("JOB_NOT_FOUND", "Job not found")
+        j["results"].append(payload)
+        j["resultAt"] = time.time()
+        j["state"] = "done"
+        STATE.lock.notify_all()
+        return 200, envelope_ok({})
+
+    def wait_jobs(self, wait, mx, acks):
+        """The long poll: jobs at once when some wait, else after wait seconds. acks None: the
+        answer of GET .../jobs (data: the jobs); else an exchange answer (data: {jobs, taken,
+        lost, leases})."""
+        deadline = time.time() + wait
+
+        def answer(items_text):
+            if acks is None:
+                return 200, RawBody('{"success": true, "message": "OK", "data": [' + items_text + ']}'), None
+            # "jobs" last: an agent can then read a cut answer's last job from its tail.
+            rest = ", ".join(f'"{k}": {json.dumps(v)}' for k, v in acks.items())
+            return 200, RawBody('{"success": true, "message": "OK", "data": {' + rest + ', "jobs": [' + items_text + ']}}'), None
+
+        with STATE.lock:
+            while True:
+                if self.client_gone():
+                    return None
+                if STATE.raw_answer is not None:
+                    raw = STATE.raw_answer
+                    STATE.raw_answer = None
+                    return raw.get("status", 200), RawBody(raw["body"]), None
+                STATE.reap_leases()
+                # A raw text is offered again, like a lease that ran out, every 2 s
+                # until its job has a result (an agent may ask again with max=1).
+                now = time.time()
+                STATE.raw_texts = [r for r in STATE.raw_texts
+                                   if not (r["id"] in STATE.jobs and STATE.jobs[r["id"]]["results"])]
+                due = [r for r in STATE.raw_texts if r["offeredAt"] is None or now - r["offeredAt"] > 2]
+                if mx > 0 and (STATE.queue or STATE.raw_jobs or due):
+                    texts = []
+                    for r in due[:mx]:
+                        r["offeredAt"] = now
+                        texts.append(r["text"])
+                    out = STATE.raw_jobs[:mx - len(texts)]
+                    STATE.raw_jobs = STATE.raw_jobs[len(out):]
+                    while STATE.queue and len(out) + len(texts) < mx:
+                        out.append(STATE.offer(STATE.jobs[STATE.queue.pop(0)]))
+                    return answer(", ".join(texts + [json.dumps(o) for o in out]))
+                left = deadline - time.time()
+                if left <= 0:
+                    return answer("")
+                STATE.lock.wait(min(left, 0.5))
+
     def route(self, method, seg, query, payload):
         if method == "POST" and len(seg) == 3 and seg[0] == "nodes" and seg[2] == "hello":
             with STATE.lock:
@@ -222,58 +302,38 @@ class Handler(BaseHTTPRequestHandler):
         if method == "GET" and len(seg) == 3 and seg[0] == "nodes" and seg[2] == "jobs":
             wait = min(60, max(1, int(query.get("wait", ["30"])[0])))
             mx = max(1, int(query.get("max", ["1"])[0]))
-            deadline = time.time() + wait
+            return self.wait_jobs(wait, mx, None)
+        if method == "POST" and len(seg) == 3 and seg[0] == "nodes" and seg[2] == "exchange":
+            if not isinstance(payload, dict) or not isinstance(payload.get("results", []), list) \
+                    or not isinstance(payload.get("progress", []), list):
+                return 422, envelope_err("VALIDATION_ERROR", "Validation error", {"_errors": ["results and progress must be lists"]}), None
+            wait = min(60, max(0, int(query.get("wait", ["30"])[0])))
+            mx = max(0, int(query.get("max", ["1"])[0]))
+            acks = {"taken": [], "lost": [], "leases": []}
             with STATE.lock:
-                while True:
-                    if self.client_gone():
-                        return None
-                    if STATE.raw_answer is not None:
-                        raw = STATE.raw_answer
-                        STATE.raw_answer = None
-                        return raw.get("status", 200), RawBody(raw["body"]), None
-                    STATE.reap_leases()
-                    # A raw text is offered again, like a lease that ran out, every 2 s
-                    # until its job has a result (an agent may ask again with max=1).
-                    now = time.time()
-                    STATE.raw_texts = [r for r in STATE.raw_texts
-                                       if not (r["id"] in STATE.jobs and STATE.jobs[r["id"]]["results"])]
-                    due = [r for r in STATE.raw_texts if r["offeredAt"] is None or now - r["offeredAt"] > 2]
-                    if STATE.queue or STATE.raw_jobs or due:
-                        texts = []
-                        for r in due[:mx]:
-                            r["offeredAt"] = now
-                            texts.append(r["text"])
-                        out = STATE.raw_jobs[:mx - len(texts)]
-                        STATE.raw_jobs = STATE.raw_jobs[len(out):]
-                        while STATE.queue and len(out) + len(texts) < mx:
-                            out.append(STATE.offer(STATE.jobs[STATE.queue.pop(0)]))
-                        if texts:
-                            items = texts + [json.dumps(o) for o in out]
-                            return 200, RawBody('{"success": true, "message": "OK", "data": [' + ", ".join(items) + ']}'), None
-                        return 200, envelope_ok(out), None
-                    left = deadline - time.time()
-                    if left <= 0:
-                        return 200, envelope_ok([]), None
-                    STATE.lock.wait(min(left, 0.5))
+                STATE.exchanges.append({"at": time.time(), "wait": wait, "max": mx,
+                                        "results": len(payload.get("results", [])),
+                                        "progress": len(payload.get("progress", []))})
+                # Recorded when the request arrives, before any wait (2.3).
+                for r in payload.get("results", []):
+                    jid = r.pop("jobId", None)
+                    status, _ = self.take_result(jid, r)
+                    if status == 200:
+                        acks["taken"].append(jid)
+                    else:
+                        acks["lost"].append({"jobId": jid, "code": "JOB_NOT_FOUND"})
+                for p in payload.get("progress", []):
+                    jid = p.pop("jobId", None)
+                    status, ans = self.take_progress(jid, p)
+                    if status == 200:
+                        acks["leases"].append({"jobId": jid, "leaseExpiresAt": ans["data"]["leaseExpiresAt"]})
+                    else:
+                        acks["lost"].append({"jobId": jid, "code": ans["code"]})
+            return self.wait_jobs(wait, mx, acks)
         if method == "POST" and len(seg) == 3 and seg[0] == "jobs" and seg[2] in ("progress", "result"):
             with STATE.lock:
-                j = STATE.jobs.get(seg[1])
-                if not j:
-                    return 404, envelope_err("JOB_NOT_FOUND", "Job not found"), None
-                if seg[2] == "progress":
-                    j["progress"].append(payload)
-                    j.setdefault("progressAt", []).append(time.time())  # the pace test reads the times
-                    if j.get("cancel"):
-                        return 409, envelope_err("JOB_CANCELLED", "Job cancelled"), None
-                    if j.get("loseLease"):
-                        return 409, envelope_err("LEASE_LOST", "Lease lost"), None
-                    j["leaseExpires"] = time.time() + STATE.lease_sec
-                    return 200, envelope_ok({"leaseExpiresAt": now_iso(j["leaseExpires"])}), None
-                j["results"].append(payload)
-                j["resultAt"] = time.time()
-                j["state"] = "done"
-                STATE.lock.notify_all()
-                return 200, envelope_ok({}), None
+                status, obj = (self.take_progress if seg[2] == "progress" else self.take_result)(seg[1], payload)
+                return status, obj, None
         if method == "POST" and len(seg) == 3 and seg[0] == "nodes" and seg[2] == "reports":
             with STATE.lock:
                 seq = payload.get("seq") if isinstance(payload, dict) else None
@@ -352,7 +412,8 @@ class Handler(BaseHTTPRequestHandler):
                     counts[r[2]] = counts.get(r[2], 0) + 1
                 return self.send_json(200, {"jobs": STATE.jobs, "reports": STATE.reports, "hellos": STATE.hellos,
                                             "requestCounts": counts, "requests": len(STATE.requests),
-                                            "queue": STATE.queue})
+                                            "queue": STATE.queue, "exchanges": STATE.exchanges,
+                                            "refused": STATE.refused, "settings": STATE.settings})
             if m == "GET" and seg == ["requests"]:
                 return self.send_json(200, STATE.requests)
             if m == "GET" and seg == ["wait"]:
@@ -379,13 +440,14 @@ class Handler(BaseHTTPRequestHandler):
             if m == "POST" and seg == ["settings"]:
                 STATE.settings = payload
                 return self.send_json(200, {})
-            if m == "POST" and len(seg) == 2 and seg[0] in ("cancel", "lose-lease"):
+            if m == "POST" and len(seg) == 2 and seg[0] in ("cancel", "lose-lease", "forget"):
                 j = STATE.jobs.get(seg[1])
                 if j:
-                    j["cancel" if seg[0] == "cancel" else "loseLease"] = True
+                    j[{"cancel": "cancel", "lose-lease": "loseLease", "forget": "forgotten"}[seg[0]]] = True
                 return self.send_json(200 if j else 404, {})
             if m == "POST" and seg == ["reset"]:
                 STATE.requests = []
+                STATE.exchanges = []
                 if isinstance(payload, dict) and payload.get("done"):  # long runs: bounded memory
                     STATE.reports = []
                     STATE.jobs = {k: j for k, j in STATE.jobs.items() if j.get("state") != "done"}
@@ -494,6 +556,8 @@ def main():
     ap.add_argument("--poll-wait", type=int, default=30)
     ap.add_argument("--report-interval", type=int, default=15)
     ap.add_argument("--max-jobs", type=int, default=0)
+    ap.add_argument("--exchange", action="store_true", default=os.environ.get("NA_TEST_EXCHANGE") == "1",
+                    help="offer the exchange endpoint (2.3) in the settings")
     args = ap.parse_args()
     STATE = State(args)
     SERVERS = Servers(args)

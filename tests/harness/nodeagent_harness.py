@@ -394,6 +394,29 @@ class Skip(Exception):
     pass
 
 
+def exchange_form():
+    """True when this case runs against a controller offering the exchange endpoint."""
+    return os.environ.get("NA_TEST_EXCHANGE") == "1"
+
+
+def in_both_forms(cases):
+    """Every case twice: as it is (the test controller offers no exchange: results and
+    progress are posted, AGENT-API 2) and as <case>_exchange (the controller offers the
+    exchange endpoint of 2.3 in its settings: it reads NA_TEST_EXCHANGE=1 from the
+    environment this sets, so every controller the case starts offers it)."""
+    out = {}
+    for name, fn in cases.items():
+        out[name] = fn
+
+        def exchange(fn=fn):
+            os.environ["NA_TEST_EXCHANGE"] = "1"
+            return fn()
+        exchange.__name__ = name + "_exchange"
+        exchange.needs = getattr(fn, "needs", ())
+        out[name + "_exchange"] = exchange
+    return out
+
+
 def with_setup(**setup_args):
     """Decorator: give the test a fresh Setup, close it after, print logs on failure."""
     def deco(fn):

@@ -1,6 +1,7 @@
 /*
- * proto/poll.h: a poll answer taken apart job by job, and the ids of jobs that cannot
- * be parsed found from either end of what is known of the answer.
+ * proto/poll.h: a poll answer (and an exchange answer, AGENT-API 2.3) taken apart job
+ * by job, and the ids of jobs that cannot be parsed found from either end of what is
+ * known of the answer.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -107,9 +108,82 @@ static void test_recover_head_and_tail(void **state)
         assert_false(proto_poll_recover_head("<html>", 6, id, &attempt));
 }
 
+static void test_exchange_split(void **state)
+{
+        (void)state;
+        const char *body = "{\"success\": true, \"message\": \"OK\", \"data\": {\"taken\": [\"r1\", \"r2\"], "
+                           "\"lost\": [{\"jobId\": \"r3\", \"code\": \"JOB_NOT_FOUND\"}, {\"jobId\": \"p1\", "
+                           "\"code\": \"JOB_CANCELLED\"}], \"leases\": [{\"jobId\": \"p2\", \"leaseExpiresAt\": \"x\"}], "
+                           "\"jobs\": [{\"id\": \"a\", \"n\": 123456789012345678901234567890}, {\"id\": \"b\"}]}}";
+        struct na_error err = NA_ERROR_INIT;
+        bool success = false;
+        struct proto_span *spans = NULL;
+        size_t n = 0;
+        struct proto_exchange_spans x;
+        assert_int_equal(proto_exchange_split(body, strlen(body), &success, &spans, &n, &x, &err), 0);
+        assert_true(success);
+        assert_int_equal(n, 2); /* the job with a huge integer is still its own span */
+        assert_memory_equal(body + spans[1].off, "{\"id\": \"b\"}", spans[1].len);
+        free(spans);
+        struct proto_exchange_ack *acks = NULL;
+        size_t na = 0;
+        assert_int_equal(proto_exchange_acks_decode(body, &x, &acks, &na, &err), 0);
+        assert_int_equal(na, 4);
+        assert_string_equal(acks[0].id, "r1");
+        assert_string_equal(acks[0].code, "");
+        assert_string_equal(acks[2].id, "r3");
+        assert_string_equal(acks[2].code, "JOB_NOT_FOUND");
+        assert_string_equal(acks[3].code, "JOB_CANCELLED");
+        free(acks);
+
+        /* An entry that cannot be read is named and skipped; the others count. */
+        const char *odd = "{\"success\": true, \"data\": {\"jobs\": [], \"taken\": [\"ok\", 7], "
+                          "\"lost\": [{\"jobId\": \"z\", \"code\": \"GONE\"}]}}";
+        assert_int_equal(proto_exchange_split(odd, strlen(odd), &success, &spans, &n, &x, &err), 0);
+        assert_int_equal(n, 0);
+        free(spans);
+        assert_int_equal(proto_exchange_acks_decode(odd, &x, &acks, &na, &err), -EINVAL);
+        assert_int_equal(na, 1);
+        assert_string_equal(acks[0].id, "ok");
+        assert_non_null(strstr(err.message, "taken"));
+        free(acks);
+        na_error_clear(&err);
+
+        /* A poll's array is not an exchange answer, nor is data without "jobs"; a failure envelope is. */
+        const char *bad[] = { "{\"success\": true, \"data\": []}", "{\"success\": true, \"data\": {\"taken\": []}}",
+                              "{\"success\": true, \"data\": {\"jobs\": {}}}" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(proto_exchange_split(bad[i], strlen(bad[i]), &success, &spans, &n, &x, &err), -EBADMSG);
+                assert_null(spans);
+                na_error_clear(&err);
+        }
+        const char *fail = "{\"success\": false, \"code\": \"INTERNAL_ERROR\"}";
+        assert_int_equal(proto_exchange_split(fail, strlen(fail), &success, &spans, &n, &x, &err), 0);
+        assert_false(success);
+}
+
+static void test_exchange_recover(void **state)
+{
+        (void)state;
+        char id[PROTO_ID_MAX + 1];
+        int64_t attempt;
+        const char *head = "{\"success\": true, \"data\": {\"taken\": [\"t\"], \"jobs\": [{\"attempt\": 3, \"id\": \"big\", "
+                           "\"params\": {\"blob\": \"xxxx";
+        assert_true(proto_poll_recover_head(head, strlen(head), id, &attempt));
+        assert_string_equal(id, "big");
+        assert_int_equal(attempt, 3);
+        const char *tail = "xxx\", \"attempt\": 2, \"id\": \"tail-one\"}]}, \"message\": \"OK\"}";
+        assert_true(proto_exchange_recover_tail(tail, strlen(tail), id, &attempt));
+        assert_string_equal(id, "tail-one");
+        assert_int_equal(attempt, 2);
+        assert_false(proto_poll_recover_tail(tail, strlen(tail), id, &attempt));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_exchange_split),
+                cmocka_unit_test(test_exchange_recover),
                 cmocka_unit_test(test_split),
                 cmocka_unit_test(test_recover),
                 cmocka_unit_test(test_recover_head_and_tail),

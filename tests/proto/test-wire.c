@@ -120,8 +120,9 @@ static void test_settings(void **state)
         struct proto_settings s;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
         _cleanup_json_ json_t *all = J("{\"pollWaitSec\": 30, \"maxJobs\": 8, \"leaseSec\": 60, \"reportIntervalSec\": 15,"
-                                       " \"metricsIntervalSec\": 10, \"somethingNew\": true}");
+                                       " \"metricsIntervalSec\": 10, \"exchange\": true, \"somethingNew\": true}");
         assert_int_equal(proto_settings_decode(all, &s, &err), 0);
+        assert_int_equal(s.exchange, 1);
         assert_int_equal(s.poll_wait_sec, 30);
         assert_int_equal(s.max_jobs, 8);
         assert_int_equal(s.lease_sec, 60);
@@ -136,6 +137,10 @@ static void test_settings(void **state)
         assert_int_equal(s.lease_sec, -1);
         assert_int_equal(s.report_interval_sec, -1);
         assert_int_equal(s.metrics_interval_sec, -1);
+        assert_int_equal(s.exchange, -1); /* absent: the form in use stays */
+        _cleanup_json_ json_t *off = J("{\"exchange\": false}");
+        assert_int_equal(proto_settings_decode(off, &s, &err), 0);
+        assert_int_equal(s.exchange, 0);
 
         assert_int_equal(proto_settings_decode(NULL, &s, &err), 0);
         assert_int_equal(s.max_jobs, -1);
@@ -151,8 +156,9 @@ static void test_settings_bad_field_keeps_rest(void **state)
         struct proto_settings s;
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
         _cleanup_json_ json_t *in = J("{\"pollWaitSec\": 0, \"maxJobs\": \"8\", \"leaseSec\": 60, \"reportIntervalSec\": 3601,"
-                                      " \"metricsIntervalSec\": 10}");
+                                      " \"metricsIntervalSec\": 10, \"exchange\": \"yes\"}");
         assert_int_equal(proto_settings_decode(in, &s, &err), -EINVAL);
+        assert_int_equal(s.exchange, -1);
         assert_int_equal(s.poll_wait_sec, -1);
         assert_int_equal(s.max_jobs, -1);
         assert_int_equal(s.lease_sec, 60);
@@ -161,7 +167,8 @@ static void test_settings_bad_field_keeps_rest(void **state)
         assert_field(&err, "pollWaitSec", "must be between 1 and 60");
         assert_field(&err, "maxJobs", "must be an integer");
         assert_field(&err, "reportIntervalSec", "must be between 1 and 3600");
-        assert_int_equal(field_count(err.details), 3);
+        assert_true(json_object_get(err.details, "exchange") != NULL);
+        assert_int_equal(field_count(err.details), 4);
         na_error_clear(&err);
 
         _cleanup_json_ json_t *bounds = J("{\"maxJobs\": 257, \"leaseSec\": 2, \"pollWaitSec\": 61}");

@@ -1,8 +1,8 @@
 /*
  * A libFuzzer entry for the control socket's lines (agent/control/control-request.c): the
  * input is what a client writes, cut at newlines as agent/control/control.c cuts it, and each
- * non-empty line goes through control_request_parse, then control_run_decode or
- * control_logs_decode as its cmd says. Contracts: no crash or leak; every refusal
+ * non-empty line goes through control_request_parse, then control_run_decode,
+ * control_logs_decode or control_drain_decode as its cmd says. Contracts: no crash or leak; every refusal
  * can be sent (its message makes a JSON answer, as control.c builds it: a client
  * must never wait for an answer that could not be written); a run refusal is a
  * VALIDATION_ERROR with per-field details; what is accepted is within its bounds.
@@ -83,6 +83,12 @@ static void one_line(const char *line, size_t len)
                 } else {
                         logs_refused++;
                         CHECK(streq(err.code, NA_E_VALIDATION), "logs refused with %s", err.code);
+                        check_answer(&err, true);
+                }
+        } else if (cmd == CONTROL_CMD_DRAIN) {
+                bool on;
+                if (control_drain_decode(req, &on, &err) < 0) {
+                        CHECK(streq(err.code, NA_E_VALIDATION), "drain refused with %s", err.code);
                         check_answer(&err, true);
                 }
         } else

@@ -355,9 +355,9 @@ static void test_garbage_keeps_connection(void **state)
         assert_false(ok_of(s.answers[2]));
         assert_string_equal(error_of(s.answers[2]), "request is not a JSON object: wrong type");
         assert_false(ok_of(s.answers[3]));
-        assert_string_equal(error_of(s.answers[3]), "request has no \"cmd\" (status, jobs, run, apps or logs)");
+        assert_string_equal(error_of(s.answers[3]), "request has no \"cmd\" (status, jobs, run, apps, logs or drain)");
         assert_false(ok_of(s.answers[4]));
-        assert_string_equal(error_of(s.answers[4]), "unknown cmd \"reboot\" (status, jobs, run, apps or logs)");
+        assert_string_equal(error_of(s.answers[4]), "unknown cmd \"reboot\" (status, jobs, run, apps, logs or drain)");
         /* run without a kind: the details name the field. */
         assert_false(ok_of(s.answers[5]));
         json_t *kind_errs = json_object_get(json_object_get(json_object_get(json_object_get(s.answers[5], "details"), "details"), "kind"), "_errors");
@@ -380,7 +380,7 @@ static void test_garbage_keeps_connection(void **state)
         char want[128] = "unknown cmd \"";
         for (int i = 0; i < 21; i++)
                 strcat(want, "\xc3\xa9t");
-        strcat(want, "\" (status, jobs, run, apps or logs)");
+        strcat(want, "\" (status, jobs, run, apps, logs or drain)");
         assert_string_equal(error_of(s.answers[12]), want);
         session_free(&s);
 }

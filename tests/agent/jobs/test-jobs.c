@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "agent/jobs/job-drain.h"
 #include "agent/jobs/jobs.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
@@ -423,6 +424,38 @@ static void test_admission_failures(void **state)
         harness_free(h);
 }
 
+/* The node drains (agent/jobs/job-drain.h): creation kinds refused, the others run, until it ends. */
+static void test_node_drain(void **state)
+{
+        (void)state;
+        struct harness *h = harness_new(2);
+        char create[PROTO_ID_MAX + 1], deploy[PROTO_ID_MAX + 1], other[PROTO_ID_MAX + 1], after[PROTO_ID_MAX + 1];
+        assert_true(job_drain_refuses("vps.create") && job_drain_refuses("app.deploy"));
+        assert_false(job_drain_refuses("vps.delete") || job_drain_refuses("app.backup.export") ||
+                     job_drain_refuses(NULL));
+        jobs_set_node_drain(h->jobs, true);
+        assert_true(jobs_node_drain(h->jobs));
+        submit(h, "vps.create", PROTO_TARGET_VPS, "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", NULL, 1, 0, create);
+        submit(h, "app.deploy", PROTO_TARGET_APP, "7f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", NULL, 1, 0, deploy);
+        submit(h, "test.sleep", PROTO_TARGET_NODE, NULL, sleep_ms(0), 1, 0, other);
+        run_until_done(h, 3);
+        for (int i = 0; i < 2; i++) {
+                const struct done *d = done_of(h, i ? deploy : create);
+                assert_int_equal(d->state, JOB_FAILED);
+                assert_string_equal(result_code(d), "INVALID_STATE");
+                assert_int_equal(json_integer_value(json_object_get(json_object_get(d->result, "error"), "httpStatus")), 409);
+                assert_string_equal(json_string_value(json_object_get(d->details, "state")), "draining");
+                assert_false(d->had_before_run); /* refused before anything was recorded */
+        }
+        assert_int_equal(done_of(h, other)->state, JOB_SUCCEEDED);
+        /* Ended: a creation kind is admitted again (and fails here only on its params). */
+        jobs_set_node_drain(h->jobs, false);
+        submit(h, "vps.create", PROTO_TARGET_VPS, "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", NULL, 1, 0, after);
+        run_until_done(h, 4);
+        assert_string_not_equal(result_code(done_of(h, after)), "INVALID_STATE");
+        harness_free(h);
+}
+
 /* Per-target order: a blocker holds the target while jobs arrive out of createdAt order. */
 static void test_per_target_order(void **state)
 {
@@ -808,6 +841,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(test_runs_and_succeeds, teardown),
                 cmocka_unit_test_teardown(test_admission_failures, teardown),
+                cmocka_unit_test_teardown(test_node_drain, teardown),
                 cmocka_unit_test_teardown(test_per_target_order, teardown),
                 cmocka_unit_test_teardown(test_parallelism_bound, teardown),
                 cmocka_unit_test_teardown(test_timeout, teardown),

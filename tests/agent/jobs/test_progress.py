@@ -9,7 +9,7 @@ import sys
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness"))
-from nodeagent_harness import check, make_vm_assets, run_cases, with_setup  # noqa: E402
+from nodeagent_harness import check, in_both_forms, make_vm_assets, run_cases, with_setup  # noqa: E402
 
 # Posts are paced by the time the agent sends them; the controller sees them arrive
 # with the jitter of a loaded machine: one late arrival brings the next closer to it,
@@ -130,5 +130,5 @@ def vps_create_verifies_with_percent(s):
 
 
 if __name__ == "__main__":
-    sys.exit(run_cases({f.__name__: f for f in [long_job_percentages, quick_result_not_held,
-                                                 vps_create_verifies_with_percent]}))
+    sys.exit(run_cases(in_both_forms({f.__name__: f for f in [long_job_percentages, quick_result_not_held,
+                                                 vps_create_verifies_with_percent]})))

@@ -10,7 +10,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness"))
-from nodeagent_harness import check, run_cases, wait_for, with_setup  # noqa: E402
+from nodeagent_harness import check, in_both_forms, run_cases, wait_for, with_setup  # noqa: E402
 
 
 def now_iso():
@@ -164,6 +164,6 @@ def shutdown_with_hung_job(s):
 
 
 if __name__ == "__main__":
-    sys.exit(run_cases({f.__name__: f for f in [hostile_jobs, oversized_answer, local_failures, hello_fails_locally,
+    sys.exit(run_cases(in_both_forms({f.__name__: f for f in [hostile_jobs, oversized_answer, local_failures, hello_fails_locally,
                                                 progress_fails_locally, vm_driver_none, vm_driver_unknown,
-                                                shutdown_with_hung_job]}))
+                                                shutdown_with_hung_job]})))

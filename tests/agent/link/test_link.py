@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """The controller link end to end: real HTTPS on loopback with a real CA, the real
-agent process, the test controller's fault injection (issue 3, item 8)."""
+agent process, the test controller's fault injection (issue 3, item 8). Every case
+runs in both forms of the contract (in_both_forms): results and progress posted, and
+<case>_exchange, where they ride on the poll (AGENT-API 2.3, issue 23)."""
 import json
 import os
 import random
@@ -10,7 +12,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness"))
-from nodeagent_harness import BUILD, Setup, check, run_cases, wait_for, with_setup  # noqa: E402
+from nodeagent_harness import (BUILD, Setup, check, exchange_form, in_both_forms, run_cases, wait_for,  # noqa: E402
+                               with_setup)
 
 
 def now_iso():
@@ -42,16 +45,80 @@ def happy(s):
     check(hello["unfinishedJobs"] == [] and "vps" in hello["inventory"])
     st = s.agent.status()
     check(st["link"]["state"] == "connected" and st["jobs"]["succeeded"] == 2 and st["jobs"]["failed"] == 1, st)
-    # Each result was posted once; nothing hammers the controller while idle.
-    counts = s.controller.state()["requestCounts"]
+    # Each result was delivered once; nothing hammers the controller while idle.
+    state = s.controller.state()
+    counts = state["requestCounts"]
     for i in ids:
-        check(counts[f"/agent/v1/jobs/{i}/result"] == 1, counts)
+        check(len(state["jobs"][i]["results"]) == 1, state["jobs"][i])
+        check(counts.get(f"/agent/v1/jobs/{i}/result", 0) == (0 if exchange_form() else 1), counts)
+    check(st["link"]["exchange"] == exchange_form(), st)
+    check(any(p.endswith("/exchange") for p in counts) == exchange_form(), counts)
+
+
+@with_setup(controller_extra=["--poll-wait", "30"])
+def result_at_once(s):
+    """A result never waits for the long poll in flight (30 s here) to come back: it is
+    posted at once, or, in the exchange form, goes out in a second exchange with wait=0;
+    progress alike."""
+    jid = s.controller.enqueue("test.sleep", {"sleepMs": 1500})
+    wait_for(lambda: s.agent.status()["jobs"]["running"] == 1, 10, "start")
+    res = s.controller.wait_results([jid], 20)[jid]
+    took = res["resultAt"] - res["offeredAt"]
+    check(took < 10, f"the result came {took:.1f}s after the offer")
+    check(len(res["progress"]) >= 1 and res["progress"][0]["stage"] == "working", res)
+    state = s.controller.state()
+    paths = set(state["requestCounts"])
+    if exchange_form():
+        check(not any("/jobs/" in p for p in paths), paths)  # no result or progress post
+        quick = [x for x in state["exchanges"] if x["wait"] == 0]
+        check(any(x["results"] == 1 for x in quick) and any(x["progress"] == 1 for x in quick), state["exchanges"])
+        check(all(x["results"] == 0 and x["progress"] == 0 for x in state["exchanges"] if x["wait"] > 0),
+              state["exchanges"])
+    else:
+        check(f"/agent/v1/jobs/{jid}/result" in paths and not any(p.endswith("/exchange") for p in paths), paths)
+    print(f"result_at_once: result {took:.2f}s after the offer, with a 30 s long poll in flight")
+
+
+@with_setup(controller_extra=["--poll-wait", "30"])
+def result_after_failure(s):
+    """The request carrying a result fails (503: the result post, or in the exchange form
+    the wait=0 exchange, while the long poll waits): the result is kept, sent again after
+    the backoff and recorded once."""
+    jid = s.controller.enqueue("test.append", {"sleepMs": 1500})
+    wait_for(lambda: s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"], 10, "the job's first progress")
+    path = "/exchange" if exchange_form() else f"/jobs/{jid}/result"
+    s.controller.fault(mode="503", count=1, path=path)
+    res = s.controller.wait_results([jid], 30)[jid]
+    check(len(res["results"]) == 1 and res["results"][0]["status"] == "succeeded", res)
+    failed = [r for r in s.controller.requests() if r[3] == 503]
+    check(len(failed) == 1 and failed[0][2].endswith(path), failed)
+    check(s.agent.status()["resultsPending"] == 0)
+
+
+@with_setup()
+def refused_result(s):
+    """A result the central API refuses with 404 JOB_NOT_FOUND (in an exchange: listed in
+    "lost") is dropped: not sent again, not after a restart either."""
+    jid = s.controller.enqueue("test.append", {"sleepMs": 1500})
+    wait_for(lambda: s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"], 10, "the job's first progress")
+    s.controller.admin("POST", f"/admin/forget/{jid}")
+    wait_for(lambda: [jid, "result", "JOB_NOT_FOUND"] in s.controller.state()["refused"], 15, "the refusal")
+    wait_for(lambda: s.agent.status()["resultsPending"] == 0, 5, "the result dropped")
+    check("refused its result" in s.agent.log_text())
+    check(s.agent.stop() == 0)
+    s.agent.start()
+    other = s.controller.enqueue("node.status")
+    s.controller.wait_results([other], 15)
+    check(s.controller.state()["refused"].count([jid, "result", "JOB_NOT_FOUND"]) == 1, s.controller.state()["refused"])
 
 
 @with_setup()
 def down_and_back(s):
     """The controller goes away for a while; the agent backs off, says hello again, and
     every job enqueued meanwhile runs once."""
+    # Connected first: a hello still on the wire when the controller goes down meets a
+    # cause of its own ("Empty reply"), logged as a change of its own (seen under ASan).
+    wait_for(lambda: s.agent.status()["link"]["state"] == "connected", 15, "the first hello")
     s.controller.fault(mode="down", seconds=6)
     time.sleep(0.5)
     ids = s.controller.enqueue_many([{"kind": "test.append", "params": {"sleepMs": 20}} for _ in range(5)])
@@ -307,5 +374,6 @@ def resend_from_journal(s):
 
 
 if __name__ == "__main__":
-    sys.exit(run_cases({f.__name__: f for f in [happy, down_and_back, storm_503, storm_429, crash, tls_refusals,
-                                                 mtls, token_rotation, malformed, lease, timeout, resend_from_journal]}))
+    sys.exit(run_cases(in_both_forms({f.__name__: f for f in [
+        happy, result_at_once, result_after_failure, refused_result, down_and_back, storm_503, storm_429, crash, tls_refusals, mtls,
+        token_rotation, malformed, lease, timeout, resend_from_journal]})))
