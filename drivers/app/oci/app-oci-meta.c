@@ -60,7 +60,8 @@ int app_meta_save(struct app *a, struct na_error *err)
         if (doc && (json_object_set_new(doc, "runUid", json_integer(a->run_uid)) < 0 ||
                     json_object_set_new(doc, "runGid", json_integer(a->run_gid)) < 0 ||
                     json_object_set_new(doc, "imageStopSignal", json_integer(a->image_stop_signal)) < 0 ||
-                    json_object_set_new(doc, "volumeSeededAt", json_integer(a->seeded_ms)) < 0))
+                    json_object_set_new(doc, "volumeSeededAt", json_integer(a->seeded_ms)) < 0 ||
+                    (a->update && json_object_set(doc, "update", a->update) < 0)))
                 return na_error_sys(err, ENOMEM, "app %s: record", a->id);
         _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
         if (!text)
@@ -107,6 +108,7 @@ int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct n
         a->seeded_ms = json_integer_value(json_object_get(doc, "volumeSeededAt"));
         a->updated_ms = json_integer_value(json_object_get(doc, "updatedAt"));
         a->want_running = json_is_true(json_object_get(doc, "wantRunning"));
+        a->update = json_incref(json_object_get(doc, "update")); /* an update cut short (app-oci-update.c) */
         a->restarts = json_integer_value(json_object_get(doc, "restarts"));
         a->started_ms = json_integer_value(json_object_get(doc, "startedAt"));
         json_t *crash = json_object_get(doc, "crashes");
