@@ -282,10 +282,13 @@ static int save_intent(struct app *a, json_t *intent, const char *phase, struct 
 
 /*
  * The previous version back, from the intent: what a failed watch and an agent that died
- * half-way both do. Idempotent: run again after a crash inside it, it ends the same.
+ * half-way both do. Idempotent: run again after a crash inside it, it ends the same. A
+ * safety backup that cannot be restored (it no longer fits, say) does not keep the app
+ * down: the app starts on the previous settings with the volume as the new version left
+ * it, and restore_problem (when not NULL) says why.
  */
 static int put_back_locked(struct app_conn *c, struct app *a, const struct na_progress *progress,
-                           struct na_error *err)
+                           char restore_problem[512], struct na_error *err)
 {
         json_t *intent = a->update;
         const char *phase = json_string_value(json_object_get(intent, "phase")) ?: "";
@@ -317,11 +320,17 @@ static int put_back_locked(struct app_conn *c, struct app *a, const struct na_pr
                 r = app_meta_save(a, err); /* the previous settings, the intent still there */
         if (r >= 0 && switched && bid && *bid) {
                 STAGED(restoring, progress, "verifying");
-                r = app_backup_restore_locked(c, a, bid, &restoring, err);
-                if (r < 0 && err->code && streq(err->code, NA_E_BACKUP_NOT_FOUND)) {
-                        na_error_clear(err); /* cut short before the backup was made: nothing ran on it */
-                        r = 0;
+                struct na_error e = NA_ERROR_INIT;
+                /* BACKUP_NOT_FOUND: cut short before the backup was made, so nothing ran on the new version. */
+                if (app_backup_restore_locked(c, a, bid, &restoring, &e) < 0 &&
+                    !(e.code && streq(e.code, NA_E_BACKUP_NOT_FOUND))) {
+                        char msg[600];
+                        snprintf(msg, sizeof(msg), "update: the safety backup %s was not restored: %s", bid, e.message);
+                        system_line(a, msg);
+                        if (restore_problem)
+                                snprintf(restore_problem, 512, "%s", e.message);
                 }
+                na_error_clear(&e);
         }
         if (r >= 0 && was_running && !is_alive(a)) {
                 na_progress_stage(progress, "restarting", -1, "starting the previous version again");
@@ -342,7 +351,7 @@ int app_update_recover_locked(struct app_conn *c, struct app *a, struct na_error
                 return 0;
         system_line(a, "update: the agent stopped during an update; putting the previous version back");
         struct na_progress none = { 0 };
-        int r = put_back_locked(c, a, &none, err);
+        int r = put_back_locked(c, a, &none, NULL, err);
         if (r >= 0) {
                 emit_updated(c, a, true, "the agent restarted during the update");
                 system_line(a, "update: the previous version is back");
@@ -592,7 +601,7 @@ static int finish(struct app_conn *c, struct app *a, json_t **ret, struct na_err
 static int undo(struct app_conn *c, struct app *a, const struct na_progress *progress, int r, struct na_error *err)
 {
         struct na_error e = NA_ERROR_INIT;
-        if (a->update && put_back_locked(c, a, progress, &e) < 0)
+        if (a->update && put_back_locked(c, a, progress, NULL, &e) < 0)
                 na_error_detail(err, "rollback", json_string(e.message));
         na_error_clear(&e);
         return r;
@@ -608,7 +617,8 @@ static int roll_back(struct app_conn *c, struct app *a, const char *reason, cons
         system_line(a, msg);
         na_progress_stage(progress, "verifying", 100, "rolling back");
         struct na_error e = NA_ERROR_INIT;
-        int r = put_back_locked(c, a, progress, &e);
+        char restore_problem[512] = "";
+        int r = put_back_locked(c, a, progress, restore_problem, &e);
         if (r < 0) {
                 na_error_move(err, &e);
                 return na_error_prefix(err, "app %s: update failed (%s) and so did its rollback", a->id, reason);
@@ -621,6 +631,8 @@ static int roll_back(struct app_conn *c, struct app *a, const char *reason, cons
                 na_error_detail(err, "exitCode", json_integer(w->exit_code));
         na_error_detail(err, "lastLines", lines ? json_incref(lines) : json_array());
         na_error_detail(err, "version", json_string(a->deploy->version));
+        if (*restore_problem)
+                na_error_detail(err, "backupNotRestored", json_string(restore_problem));
         return r;
 }
 

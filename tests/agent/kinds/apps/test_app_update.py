@@ -289,7 +289,7 @@ def killed(s):
     job, offered again, ends the update."""
     need_root()
     app = str(uuid.uuid4())
-    deployed_running(s, app, base())
+    deployed_running(s, app, base(plan={"cpuCores": 0.5, "memoryMB": 64, "volumeQuotaMB": 128}))
     fs_write(s, app, "data.txt", b"precious")
     fs_write(s, app, "noise", os.urandom(24 << 20))  # a backup that takes a moment
     for n, name in enumerate(("backing-up", "switched", "verifying"), start=2):
@@ -376,6 +376,7 @@ def real_redis(s):
     check(rec["version"] == "2" and record(s, app)["imageDigest"] != digest1, rec)
     wait_for(lambda: cli("GET", "greeting") == "hello", 20, "the data after the update")
     check("NODEAGENT_IMAGE_VERSION=2" in cli_env(s, app), "not running on redis:2")
+    digest2 = record(s, app)["imageDigest"]
     t0 = time.time()
     err = failed(update(s, app, {"version": "3", "safetyBackupId": "redis-before-3", "healthySec": 10,
                                  "template": dict(tmpl, image="redis:broken")}, timeout=300)[0], "ROLLED_BACK")
@@ -385,12 +386,16 @@ def real_redis(s):
     wait_for(lambda: ok(app_job(s, "app.status", app))["state"] == "running", 30, "running again")
     wait_for(lambda: cli("GET", "greeting") == "hello", 20, "the data after the rollback")
     check(record(s, app)["deploy"]["version"] == "2", record(s, app)["deploy"])
+    check("NODEAGENT_IMAGE_VERSION=2" in cli_env(s, app) and record(s, app)["imageDigest"] == digest2,
+          "not back on redis:2")
     ok(app_job(s, "app.delete", app))
 
 
 def cli_env(s, app):
-    r = crun(s, "exec", f"na-{app}", "/bin/sh", "-c", "cat /proc/1/environ | tr '\\0' '\\n'")
-    return r.stdout
+    """The environment the running container was started with (its bundle's config.json:
+    redis-server writes over its own /proc/<pid>/environ)."""
+    with open(os.path.join(storage(s), "apps", app, "bundle", "config.json")) as f:
+        return json.load(f)["process"]["env"]
 
 
 if __name__ == "__main__":
