@@ -34,7 +34,8 @@ static int put(const char *root, const char *ctrl, const char *rel, const char *
                 snprintf(text, sizeof(text), "%" PRId64 " %" PRId64, value, second);
         else
                 snprintf(text, sizeof(text), "%" PRId64, value);
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        /* O_TRUNC as a shell's `echo N > file`: a cgroup file ignores it, a test's fixture needs it. */
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return na_error_sys(err, errno, "cgroup: open %s", path);
         if (write(fd, text, strlen(text)) < 0)

@@ -224,11 +224,17 @@ def command_update(s):
     check("update" not in record(s, app), record(s, app))
     # A stopped app is updated without a start.
     ok(app_job(s, "app.power", app, {"action": "stop", "graceSec": 10}))
+    # ... and a new user re-owns the volume's root (issue 21 item 1).
     p3 = dict(params, version="3", template=dict(params["template"], command=versioned("v3"),
-                                                  startedPattern="^started v3$"))
+                                                  startedPattern="^started v3$", user="1000:1000"))
     rec = ok(update(s, app, p3)[0])
     check(rec["version"] == "3" and rec["state"] == "stopped", rec)
     check(ok(app_job(s, "app.status", app))["state"] == "stopped", "started by the update")
+    vol = os.stat(os.path.join(storage(s), "apps", app, "disk", "volume"))
+    base_id = record(s, app)["uidBase"]
+    check((vol.st_uid, vol.st_gid) == (base_id + 1000, base_id + 1000), (vol.st_uid, vol.st_gid, base_id))
+    ok(app_job(s, "app.power", app, {"action": "start"}))
+    wait_output(s, app, "started v3")
     ok(app_job(s, "app.delete", app))
 
 
