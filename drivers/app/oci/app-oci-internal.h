@@ -109,6 +109,9 @@ void app_report_cgroup(struct app_conn *c, struct app *a); /* it runs: metrics f
 /* app-oci-meta.c */
 int app_meta_save(struct app *a, struct na_error *err);
 int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct na_error *err);
+/* A command as the record keeps it: a JSON array (null for NULL), and back (NULL when not an array or out of memory). */
+json_t *app_strv_json(char *const *v);
+char **app_strv_from_json(json_t *a);
 
 /* app-oci-power.c */
 int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct na_error *err);

@@ -47,6 +47,7 @@
 #include "drivers/app/oci/app-user.h"
 #include "drivers/app/oci/app-volume.h"
 #include "proto/app-update.h"
+#include "proto/decode.h"
 #include "ring/app-ring.h"
 #include "volume/volume.h"
 
@@ -107,50 +108,19 @@ struct version {
         int image_stop_signal;
 };
 
-static void strv_free(char **v)
-{
-        for (char **p = v; p && *p; p++)
-                free(*p);
-        free(v);
-}
-
 static void version_clear(struct version *v)
 {
         proto_app_deploy_free(v->deploy);
-        strv_free(v->command);
+        proto_strv_free(v->command);
         free(v->lower);
         *v = (struct version){ 0 };
-}
-
-static json_t *strv_json(char *const *v)
-{
-        if (!v)
-                return json_null();
-        json_t *arr = json_array();
-        for (; arr && *v; v++)
-                json_array_append_new(arr, json_string(*v));
-        return arr;
-}
-
-static char **strv_from_json(json_t *arr)
-{
-        size_t n = json_array_size(arr);
-        char **v = calloc(n + 1, sizeof(*v));
-        NA_ANALYZER_FP("-Wanalyzer-malloc-leak") /* the array owns its strings */
-        for (size_t i = 0; v && i < n; i++)
-                if (!(v[i] = strdup(json_string_value(json_array_get(arr, i)) ?: ""))) {
-                        strv_free(v);
-                        return NULL;
-                }
-        NA_ANALYZER_FP_END
-        return v;
 }
 
 /* The app's current settings as JSON (op_lock held). */
 static json_t *current_json(const struct app *a)
 {
         return json_pack("{s:o, s:o, s:s, s:s, s:I, s:I, s:i}", "deploy", proto_app_deploy_canonical(a->deploy),
-                         "command", strv_json(a->command), "imageDigest", a->image_digest, "lower", a->lower, "runUid",
+                         "command", app_strv_json(a->command), "imageDigest", a->image_digest, "lower", a->lower, "runUid",
                          (json_int_t)a->run_uid, "runGid", (json_int_t)a->run_gid, "imageStopSignal",
                          a->image_stop_signal);
 }
@@ -162,7 +132,7 @@ static int version_from_json(json_t *j, struct version *v, struct na_error *err)
         if (r < 0)
                 return r;
         json_t *cmd = json_object_get(j, "command");
-        if (json_is_array(cmd) && !(v->command = strv_from_json(cmd))) {
+        if (json_is_array(cmd) && !(v->command = app_strv_from_json(cmd))) {
                 version_clear(v);
                 return na_error_sys(err, ENOMEM, "app update");
         }
@@ -183,7 +153,7 @@ static void version_put(struct app *a, struct version *v)
 {
         proto_app_deploy_free(a->deploy);
         a->deploy = TAKE_PTR(v->deploy);
-        strv_free(a->command);
+        proto_strv_free(a->command);
         a->command = TAKE_PTR(v->command);
         snprintf(a->image_digest, sizeof(a->image_digest), "%s", v->image_digest);
         free(a->lower);

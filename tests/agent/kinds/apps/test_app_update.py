@@ -212,7 +212,8 @@ def command_update(s):
     print(f"busybox update with a 10 s watch: {time.time() - t0:.2f}s")
     check(rec["version"] == "2" and rec["rolledBack"] is False and rec["state"] == "running", rec)
     stages = [p["stage"] for p in s.controller.admin("GET", f"/admin/jobs/{jid}")["progress"]]
-    check_stages(stages, ["pulling-image", "restarting", "verifying"])
+    check_stages(stages, ["pulling-image", "unpacking", "backing-up", "restarting", "verifying"])
+    check("verifying" in stages, stages)
     wait_output(s, app, "started v2")
     check(fs_exists(s, app, "data.txt"), "the volume lost its data")
     wait_events(s, "app.updated", app, lambda e: e["data"] == {"version": "2", "rolledBack": False})
