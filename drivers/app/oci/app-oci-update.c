@@ -303,7 +303,7 @@ static int put_back_locked(struct app_conn *c, struct app *a, const struct na_pr
                 na_error_clear(&e);
         }
         if (r >= 0 && was_running && !is_alive(a)) {
-                na_progress_stage(progress, "restarting", -1, "starting the previous version again");
+                na_progress_stage(progress, "verifying", -1, "rolling back: starting the previous version again");
                 r = app_start_locked(c, a, false, err);
         }
         if (r < 0)
