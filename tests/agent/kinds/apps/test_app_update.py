@@ -3,8 +3,9 @@
 rule; a live plan change seen in the cgroup and in `df` inside the container with the
 same process; a command update that succeeds and, run again, converges; a broken update
 rolled back with its safety backup restored; kill -9 of the agent at several points of
-an update; and with real images (tests/harness/realimages.py: redis "1", "2" and
-"broken" of the same layers) an update that keeps the data and one that rolls back."""
+an update; and with real images (tests/harness/realimages.py: redis and postgres "1",
+"2" and "broken" of the same layers) an update that keeps the data (redis-cli SET/GET,
+a psql table) and one that rolls back with the data there."""
 import base64
 import json
 import os
@@ -349,15 +350,18 @@ def one_container(s, app):
     check(r.stdout.split().count(f"na-{app}") <= 1, r.stdout)
 
 
-def real_conf(s):
-    c = apps_conf(s)
-    subprocess.run([sys.executable, REALIMAGES, "install", "redis", "--images-dir", c["apps"]["images_dir"]],
-                   check=True, capture_output=True)
-    return c
+def real_conf(*names):
+    def conf(s):
+        c = apps_conf(s)
+        for n in names:
+            subprocess.run([sys.executable, REALIMAGES, "install", n, "--images-dir", c["apps"]["images_dir"]],
+                           check=True, capture_output=True)
+        return c
+    return conf
 
 
 @needs("root")
-@with_setup(agent_conf=real_conf)
+@with_setup(agent_conf=real_conf("redis"))
 def real_redis(s):
     """redis:1 to redis:2 keeps what was SET; redis:broken rolls back with the data there."""
     need_root()
@@ -398,6 +402,42 @@ def real_redis(s):
     ok(app_job(s, "app.delete", app))
 
 
+@needs("root")
+@with_setup(agent_conf=real_conf("postgres"))
+def real_postgres(s):
+    """postgres:1 to postgres:2 keeps a table; postgres:broken rolls back with it there."""
+    need_root()
+    app = str(uuid.uuid4())
+    tmpl = {"id": "postgres", "image": "postgres:1", "command": None, "customCommand": False,
+            "volumePath": "/var/lib/postgresql/data", "startedPattern": "database system is ready to accept connections"}
+    p = deploy_params(name="db", hostname="db", sftpUsername="db", template=tmpl,
+                      plan={"cpuCores": 1, "memoryMB": 256, "volumeQuotaMB": 128})
+    del p["template"]["stop"]
+    ok(app_job(s, "app.deploy", app, p, timeout=300))
+    ok(app_job(s, "app.power", app, {"action": "start"}))
+    wait_for(lambda: ok(app_job(s, "app.status", app))["state"] == "running", 120, "postgres running")
+
+    def psql(sql):
+        r = crun(s, "exec", f"na-{app}", "psql", "-h", "/tmp", "-U", "postgres", "-tAc", sql)
+        return r.stdout.strip()
+    check(psql("create table t(x int); insert into t values (42); select x from t").split()[-1:] == ["42"], "psql")
+    t0 = time.time()
+    rec = ok(update(s, app, {"version": "2", "safetyBackupId": "pg-before-2", "healthySec": 10,
+                             "template": dict(tmpl, image="postgres:2")}, timeout=300)[0])
+    print(f"real image update postgres:1 -> postgres:2 (safety backup, 10 s watch): {time.time() - t0:.2f}s")
+    check(rec["version"] == "2" and "NODEAGENT_IMAGE_VERSION=2" in cli_env(s, app), rec)
+    wait_for(lambda: psql("select x from t") == "42", 30, "the table after the update")
+    t0 = time.time()
+    err = failed(update(s, app, {"version": "3", "safetyBackupId": "pg-before-3", "healthySec": 10,
+                                 "template": dict(tmpl, image="postgres:broken")}, timeout=300)[0], "ROLLED_BACK")
+    print(f"real image update to postgres:broken rolled back in {time.time() - t0:.2f}s")
+    check("exit code 1" in err["details"]["reason"], err)
+    wait_for(lambda: ok(app_job(s, "app.status", app))["state"] == "running", 120, "postgres running again")
+    wait_for(lambda: psql("select x from t") == "42", 30, "the table after the rollback")
+    check(record(s, app)["deploy"]["version"] == "2", record(s, app)["deploy"])
+    ok(app_job(s, "app.delete", app))
+
+
 def cli_env(s, app):
     """The environment the running container was started with (its bundle's config.json:
     redis-server writes over its own /proc/<pid>/environ)."""
@@ -407,4 +447,4 @@ def cli_env(s, app):
 
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [bad_input, live_plan, command_update, broken_rollback, killed,
-                                                real_redis]}))
+                                                real_redis, real_postgres]}))
