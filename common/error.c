@@ -28,6 +28,7 @@ static const struct code_info codes[] = {
         { NA_E_EXPOSURE_NOT_FOUND, 404, NULL },
         { NA_E_PORT_IN_USE, 409, NULL },
         { NA_E_QUOTA_EXCEEDED, 409, NULL },
+        { NA_E_ROLLED_BACK, 409, NULL },
         { NA_E_JOB_NOT_FOUND, 404, NULL },
         { NA_E_FILE_ACCESS_DISABLED, 403, NULL },
         { NA_E_INVALID_STATE, 409, NULL },

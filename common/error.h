@@ -36,6 +36,7 @@
 #define NA_E_EXPOSURE_NOT_FOUND "EXPOSURE_NOT_FOUND"
 #define NA_E_PORT_IN_USE "PORT_IN_USE"
 #define NA_E_QUOTA_EXCEEDED "QUOTA_EXCEEDED"
+#define NA_E_ROLLED_BACK "ROLLED_BACK"
 
 struct na_error {
         int errnum;        /* positive errno value; 0 while no error is set */

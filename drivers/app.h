@@ -31,6 +31,7 @@
 #include "common/error.h"
 #include "common/progress.h"
 #include "proto/app-params.h"
+#include "proto/app-update.h"
 #include "proto/app-backup.h"
 #include "proto/app-exposure.h"
 
@@ -204,6 +205,20 @@ struct app_driver {
          * in a driver without consoles.
          */
         int (*console_attach)(struct app_conn *conn, const char *app_id, int *ret_fd, struct na_error *err);
+        /*
+         * app.update (AGENT-API 4.2; what it does where the contract is silent: proto/README.md,
+         * "app.update"). Stages pulling-image, unpacking, backing-up, restarting, verifying.
+         * The plan alone is applied live (QUOTA_EXCEEDED below the data in use); a version
+         * or template change pulls first, takes the safety backup, restarts on the new
+         * settings and watches them for healthySec, and otherwise puts everything back and
+         * fails with ROLLED_BACK (details.reason, details.lastLines). budget_ms: what is left
+         * of the job's time; JOB_TIMEOUT before the app is touched when the watch and a
+         * rollback would not fit. The intent is kept in the app's record, so an agent that
+         * dies half-way puts the previous version back when it comes up again. Emits
+         * app.updated. *ret: App with rolledBack false. May be NULL.
+         */
+        int (*update)(struct app_conn *conn, const char *app_id, const struct proto_app_update *u, uint64_t budget_ms,
+                      const struct na_progress *progress, json_t **ret, struct na_error *err);
 };
 
 extern const struct app_driver app_oci_driver;

@@ -28,7 +28,7 @@ static bool rule_field(json_t *obj, const char *prefix, const char *key, size_t 
 }
 
 /* A required free text (name, version): 1..max characters, no control characters. */
-static bool text_field(json_t *obj, const char *key, size_t max_chars, const char **out, struct na_error *err)
+bool proto_app_text_field(json_t *obj, const char *key, size_t max_chars, const char **out, struct na_error *err)
 {
         if (proto_string(obj, NULL, key, PROTO_REQUIRED, 1, max_chars, out, err) != PROTO_PRESENT)
                 return false;
@@ -63,7 +63,7 @@ static bool cpu_field(json_t *plan, int64_t *out, struct na_error *err)
         return true;
 }
 
-static bool plan_decode(json_t *params, struct proto_app_plan *out, struct na_error *err)
+bool proto_app_plan_decode(json_t *params, struct proto_app_plan *out, struct na_error *err)
 {
         json_t *plan = NULL;
         if (proto_object(params, NULL, "plan", PROTO_REQUIRED, &plan, err) != PROTO_PRESENT)
@@ -238,7 +238,7 @@ static bool ports_decode(json_t *t, struct proto_app_template *out, struct na_er
         return ok;
 }
 
-static bool template_decode(json_t *params, struct proto_app_template *out, struct na_error *err)
+bool proto_app_template_decode(json_t *params, struct proto_app_template *out, struct na_error *err)
 {
         json_t *t = NULL;
         out->volume_path = PROTO_APP_VOLUME_PATH_DEFAULT;
@@ -311,21 +311,21 @@ int proto_app_deploy_decode(json_t *params, struct proto_app_deploy **ret, struc
         if (!p)
                 return na_error_sys(err, ENOMEM, "app.deploy params");
         p->root = json_incref(params);
-        bool ok = text_field(params, "name", PROTO_APP_NAME_MAX, &p->name, err);
+        bool ok = proto_app_text_field(params, "name", PROTO_APP_NAME_MAX, &p->name, err);
         ok &= rule_field(params, NULL, "hostname", PROTO_APP_HOSTNAME_MAX, proto_app_hostname_problem, &p->hostname,
                          err);
         int type = PROTO_APP_TYPE_APP;
         ok &= proto_enum(params, NULL, "type", 0, proto_app_types, &type, err) >= 0;
         p->type = (enum proto_app_type)type;
-        ok &= text_field(params, "version", PROTO_APP_VERSION_MAX, &p->version, err);
+        ok &= proto_app_text_field(params, "version", PROTO_APP_VERSION_MAX, &p->version, err);
         int command = proto_app_command_field(params, NULL, "command", PROTO_NULLABLE, &p->command, err);
         ok &= command >= 0;
         ok &= rule_field(params, NULL, "sftpUsername", PROTO_APP_SFTP_USER_MAX, proto_app_sftp_username_problem,
                          &p->sftp_username, err);
         ok &= proto_uuid(params, NULL, "groupId", PROTO_NULLABLE, &p->group_id, err) >= 0;
-        bool tmpl_ok = template_decode(params, &p->tmpl, err);
+        bool tmpl_ok = proto_app_template_decode(params, &p->tmpl, err);
         ok &= tmpl_ok;
-        ok &= plan_decode(params, &p->plan, err);
+        ok &= proto_app_plan_decode(params, &p->plan, err);
         /* Reference 3.2: a template that manages its own start takes no command of the app's. */
         if (tmpl_ok && command == PROTO_PRESENT && !p->tmpl.custom_command) {
                 na_error_field(err, "command", "must be null: the template manages its own start (customCommand is "

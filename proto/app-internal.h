@@ -2,10 +2,14 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/error.h"
 #include "proto/app-image-ref.h"
+
+struct proto_app_template;
+struct proto_app_plan;
 
 /* An exec-form command at prefix.key: 1..100 items of 1..1000 characters; returns as proto_strv. */
 int proto_app_command_field(json_t *obj, const char *prefix, const char *key, unsigned flags, char ***out,
@@ -18,3 +22,10 @@ int proto_app_line_field(json_t *obj, const char *prefix, const char *key, unsig
                          const char **out, size_t *out_len, struct na_error *err);
 /* cpuCores from thousandths: an integer when whole, else a real. */
 json_t *proto_app_cpu_json(int64_t millis);
+/* app.deploy's parts, shared with app.update (proto/app-update.c): params.template and
+ * params.plan (required; false with the problems in err), and a required free text
+ * (name, version: 1..max characters, no control characters). The template's env is
+ * allocated even when it fails (free it with proto_strv_free, and its command). */
+bool proto_app_template_decode(json_t *params, struct proto_app_template *out, struct na_error *err);
+bool proto_app_plan_decode(json_t *params, struct proto_app_plan *out, struct na_error *err);
+bool proto_app_text_field(json_t *obj, const char *key, size_t max_chars, const char **out, struct na_error *err);

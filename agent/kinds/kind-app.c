@@ -1,5 +1,5 @@
 /*
- * The app kinds (AGENT-API 4.2): app.deploy, power, status, command.set,
+ * The app kinds (AGENT-API 4.2): app.deploy, app.update, power, status, command.set,
  * console.send, output, delete, and the node's image.pull, image.list and
  * image.delete. Each handler is a few lines over the app driver's table
  * (drivers/app.h); the params come from proto/app-params.h's decoders.
@@ -12,6 +12,7 @@
 #include "agent/base/services.h"
 #include "drivers/app.h"
 #include "proto/app-params.h"
+#include "proto/app-update.h"
 
 struct app_job {
         const struct app_driver *app;
@@ -48,15 +49,35 @@ DECODER(command_set, proto_app_command_set)
 DECODER(console_send, proto_app_console_send)
 DECODER(output, proto_app_output_query)
 DECODER(image, proto_app_image_params)
+DECODER(update, proto_app_update)
 
 static const char *const deploy_stages[] = { "pulling-image", "unpacking", "creating-volume", "configuring", NULL };
 static const char *const pull_stages[] = { "pulling-image", "unpacking", NULL };
+static const char *const update_stages[] = { "pulling-image", "unpacking", "backing-up", "restarting", "verifying",
+                                             NULL };
 
 static int deploy_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
 {
         struct app_job j;
         int r = begin(ctx, &j, err);
         return r < 0 ? r : j.app->deploy(j.conn, j.id, params, &j.progress, ret, err);
+}
+
+/*
+ * app.update: its deadline is the job's own (timeoutSec): the driver gets what is left of
+ * it and refuses, before the app is touched, an update whose health watch (healthySec)
+ * and rollback would not fit after the pull; past that point no checkpoint stops it.
+ */
+static int update_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        struct app_job j;
+        int r = begin(ctx, &j, err);
+        if (r < 0)
+                return r;
+        if (!j.app->update)
+                return na_error_set(err, ENOTSUP, NA_E_UNSUPPORTED_JOB, "app.update: the %s app driver cannot update",
+                                    j.app->name);
+        return j.app->update(j.conn, j.id, params, job_remaining_ms(ctx), &j.progress, ret, err);
 }
 
 static int power_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
@@ -157,6 +178,8 @@ static int image_delete_run(struct job_ctx *ctx, void *params, json_t **ret, str
 
 static JOB_KIND(app_deploy_kind, "app.deploy", .target = PROTO_TARGET_APP, .changes = true, .stages = deploy_stages,
                 .decode = deploy_decode, .free_params = deploy_free, .run = deploy_run);
+static JOB_KIND(app_update_kind, "app.update", .target = PROTO_TARGET_APP, .changes = true, .stages = update_stages,
+                .decode = update_decode, .free_params = update_free, .run = update_run);
 static JOB_KIND(app_power_kind, "app.power", .target = PROTO_TARGET_APP, .changes = true, .decode = power_decode,
                 .free_params = power_free, .run = power_run);
 static JOB_KIND(app_status_kind, "app.status", .target = PROTO_TARGET_APP, .changes = false, .run = status_run);
@@ -173,6 +196,6 @@ static JOB_KIND(image_list_kind, "image.list", .target = PROTO_TARGET_NODE, .cha
 static JOB_KIND(image_delete_kind, "image.delete", .target = PROTO_TARGET_NODE, .changes = true,
                 .decode = image_decode, .free_params = image_free, .run = image_delete_run);
 
-job_kind_list app_job_kinds = { &app_deploy_kind, &app_power_kind, &app_status_kind, &app_command_kind,
-                                &app_console_kind, &app_output_kind, &app_delete_kind, &image_pull_kind,
-                                &image_list_kind, &image_delete_kind, NULL };
+job_kind_list app_job_kinds = { &app_deploy_kind,   &app_update_kind,  &app_power_kind,  &app_status_kind,
+                                &app_command_kind,  &app_console_kind, &app_output_kind, &app_delete_kind,
+                                &image_pull_kind,   &image_list_kind,  &image_delete_kind, NULL };

@@ -22,7 +22,8 @@ once are serialized by a lock file beside it.
 `build` prints the layout's path (or, with --json, {name: {"layout", "key"}}).
 `install` builds if needed and copies the layout to DIR/NAME (hard links where it can) (what the agent's
 apps.images_dir holds: one OCI layout per image name, tags in its index.json), so a
-template names it "NAME:1". Downloads happen here, in the caller's network namespace:
+template names it "NAME:1"; VARIANTS below adds more tags of the same layers ("2",
+"broken") for the update tests. Downloads happen here, in the caller's network namespace:
 call it before any private namespace is entered. Needs root (mmdebstrap keeps
 ownership), mmdebstrap and umoci (scripts/deps.sh installs them).
 """
@@ -98,6 +99,35 @@ IMAGES = {
         },
     },
 }
+
+
+# More tags of an installed image, made from its tag "1" by `umoci config` at install
+# time (a new config, the same layers: nothing to download, and the cache keys above do
+# not change): the tests of app.update (issue 21) update from one version to another and
+# to one whose entrypoint exits 1.
+VARIANTS = {
+    "redis": {
+        "2": {"env": ["NODEAGENT_IMAGE_VERSION=2"]},
+        "broken": {"entrypoint": ["/bin/sh"], "cmd": ["-c", "echo 'broken version: exiting 1'; exit 1"]},
+    },
+    "postgres": {
+        "2": {"env": ["NODEAGENT_IMAGE_VERSION=2"]},
+        "broken": {"entrypoint": ["/bin/sh"], "cmd": ["-c", "echo 'broken version: exiting 1'; exit 1"]},
+    },
+}
+
+
+def add_variants(name, dest):
+    """The VARIANTS of name as tags of the installed layout dest."""
+    for tag, v in VARIANTS.get(name, {}).items():
+        argv = ["umoci", "config", "--image", "%s:%s" % (dest, TAG), "--tag", tag]
+        for e in v.get("env", []):
+            argv += ["--config.env", e]
+        if "entrypoint" in v:
+            argv += ["--clear=config.entrypoint", "--clear=config.cmd"]
+            argv += [x for e in v["entrypoint"] for x in ("--config.entrypoint", e)]
+            argv += [x for c in v.get("cmd", []) for x in ("--config.cmd", c)]
+        run(argv)
 
 
 def die(msg):
@@ -227,6 +257,7 @@ def install(name, images_dir, tag, cache, mirror):
         except OSError:
             shutil.copy2(src, dst)
     shutil.copytree(layout, dest, copy_function=link_or_copy)
+    add_variants(name, dest)
     if tag != TAG:
         with open(os.path.join(dest, "index.json")) as f:
             index = json.load(f)

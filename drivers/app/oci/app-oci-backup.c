@@ -182,26 +182,23 @@ static int archive_volume(struct app_conn *c, struct app *a, const struct proto_
         return r;
 }
 
-int app_oci_backup_create(struct app_conn *c, const char *id, const struct proto_app_backup_create *p,
-                          const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err)
+int app_backup_create_locked(struct app_conn *c, struct app *a, const struct proto_app_backup_create *p,
+                             const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err)
 {
-        struct app *a;
         _cleanup_free_ char *dir = NULL;
-        int r = begin(c, id, p->backup_id, true, &a, &dir, err);
+        int r = check_bid(p->backup_id, err);
+        if (r >= 0)
+                r = app_backup_dir(backups_root(c), a->id, true, &dir, err);
         if (r < 0)
                 return r;
         r = app_backup_record_load(dir, p->backup_id, ret, err);
-        if (r != -ENOENT) { /* made before: the same backup */
-                pthread_mutex_unlock(&a->op_lock);
+        if (r != -ENOENT) /* made before: the same backup */
                 return r;
-        }
         r = 0;
         app_backup_sweep(dir);
         _cleanup_free_ char *tmp = na_strdupf("%s/%s" APP_BACKUP_SUFFIX ".partial", dir, p->backup_id);
-        if (!tmp) {
-                pthread_mutex_unlock(&a->op_lock);
-                return na_error_sys(err, ENOMEM, "app %s: backup %s", id, p->backup_id);
-        }
+        if (!tmp)
+                return na_error_sys(err, ENOMEM, "app %s: backup %s", a->id, p->backup_id);
         _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 r = na_error_sys(err, errno, "create %s", tmp);
@@ -216,8 +213,20 @@ int app_oci_backup_create(struct app_conn *c, const char *id, const struct proto
                 (void)unlink(tmp);
         if (r >= 0 && (r = app_backup_retain(dir, &p->limits, err)) < 0)
                 na_error_prefix(err, "backup made; retention");
+        return r < 0 ? na_error_prefix(err, "app %s: backup %s", a->id, p->backup_id) : 0;
+}
+
+int app_oci_backup_create(struct app_conn *c, const char *id, const struct proto_app_backup_create *p,
+                          const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err)
+{
+        struct app *a;
+        _cleanup_free_ char *dir = NULL;
+        int r = begin(c, id, p->backup_id, true, &a, &dir, err);
+        if (r < 0)
+                return r;
+        r = app_backup_create_locked(c, a, p, progress, ret, err);
         pthread_mutex_unlock(&a->op_lock);
-        return r < 0 ? na_error_prefix(err, "app %s: backup %s", id, p->backup_id) : 0;
+        return r;
 }
 
 /* ---- restore ---- */
@@ -256,12 +265,13 @@ static int replace_volume(struct app *a, const char *disk, int archive_fd, const
         return r;
 }
 
-int app_oci_backup_restore(struct app_conn *c, const char *id, const char *backup_id,
-                           const struct na_progress *progress, struct na_error *err)
+int app_backup_restore_locked(struct app_conn *c, struct app *a, const char *backup_id,
+                              const struct na_progress *progress, struct na_error *err)
 {
-        struct app *a;
         _cleanup_free_ char *dir = NULL;
-        int r = begin(c, id, backup_id, false, &a, &dir, err);
+        int r = check_bid(backup_id, err);
+        if (r >= 0)
+                r = app_backup_dir(backups_root(c), a->id, false, &dir, err);
         if (r < 0)
                 return r;
         char what[160];
@@ -270,7 +280,7 @@ int app_oci_backup_restore(struct app_conn *c, const char *id, const char *backu
         _cleanup_close_ int fd = -1;
         r = app_backup_record_load(dir, backup_id, &b, err);
         if (r == -ENOENT)
-                r = not_found(id, backup_id, err);
+                r = not_found(a->id, backup_id, err);
         if (r >= 0) {
                 _cleanup_free_ char *data = na_strdupf("%s/%s" APP_BACKUP_SUFFIX, dir, backup_id);
                 fd = data ? open(data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
@@ -313,9 +323,21 @@ int app_oci_backup_restore(struct app_conn *c, const char *id, const char *backu
                 }
                 na_error_clear(&e);
         }
-        pthread_mutex_unlock(&a->op_lock);
         if (r < 0 && !strstr(err->message, what))
                 na_error_prefix(err, "%s: restore", what);
+        return r;
+}
+
+int app_oci_backup_restore(struct app_conn *c, const char *id, const char *backup_id,
+                           const struct na_progress *progress, struct na_error *err)
+{
+        struct app *a;
+        _cleanup_free_ char *dir = NULL;
+        int r = begin(c, id, backup_id, false, &a, &dir, err);
+        if (r < 0)
+                return r;
+        r = app_backup_restore_locked(c, a, backup_id, progress, err);
+        pthread_mutex_unlock(&a->op_lock);
         return r;
 }
 

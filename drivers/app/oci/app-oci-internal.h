@@ -10,6 +10,7 @@
  *   app-oci-backup.c, app-oci-net.c, app-oci-sftp.c: backups, networks, SFTP's view
  *   app-oci-watch.c   the driver's thread: exits from monitors, asking the crash rule, resume
  *   app-oci-images.c  image.pull, image.list, image.delete
+ *   app-oci-update.c  app.update: live plan changes, new versions with a health watch and rollback
  *
  * Locks: conn->lock guards the list of apps (short). Each app has op_lock, held by
  * whoever changes it (a job, or the driver's thread restarting it), and st_lock, held
@@ -50,6 +51,7 @@ struct app {
         int64_t created_ms, updated_ms;
         int64_t seeded_ms;               /* when the volume was seeded from the image; 0: never (AGENT-API 4.2) */
         bool want_running;               /* ran before a node reboot: start again */
+        json_t *update;                  /* an app.update under way (app-oci-update.c): its intent; NULL: none */
 
         /* st_lock. */
         enum proto_app_state state;
@@ -107,6 +109,9 @@ void app_report_cgroup(struct app_conn *c, struct app *a); /* it runs: metrics f
 /* app-oci-meta.c */
 int app_meta_save(struct app *a, struct na_error *err);
 int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct na_error *err);
+/* A command as the record keeps it: a JSON array (null for NULL), and back (NULL when not an array or out of memory). */
+json_t *app_strv_json(char *const *v);
+char **app_strv_from_json(json_t *a);
 
 /* app-oci-power.c */
 int app_start_locked(struct app_conn *c, struct app *a, bool automatic, struct na_error *err);
@@ -177,6 +182,11 @@ int app_oci_image_delete(struct app_conn *c, const struct proto_image_ref *ref, 
 int app_oci_image_ready(struct app_conn *c, const struct proto_image_ref *ref, const struct na_progress *progress,
                         struct app_image *ret_img, char **ret_rootfs, struct na_error *err);
 
+/* app-oci-update.c: app.update, and an update the agent's death cut short put back (op_lock held; 0 when none). */
+int app_oci_update(struct app_conn *c, const char *id, const struct proto_app_update *u, uint64_t budget_ms,
+                   const struct na_progress *progress, json_t **ret, struct na_error *err);
+int app_update_recover_locked(struct app_conn *c, struct app *a, struct na_error *err);
+
 /* app-oci-backup.c: app.backup.* (drivers/app.h) */
 /* At open: an app (cgroup, disk) a backup froze when the agent died is thawed, its snapshot dropped. */
 void app_backup_thaw_left(const char *id, const char *dir);
@@ -184,6 +194,11 @@ int app_oci_backup_create(struct app_conn *c, const char *id, const struct proto
                           const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err);
 int app_oci_backup_restore(struct app_conn *c, const char *id, const char *backup_id,
                            const struct na_progress *progress, struct na_error *err);
+/* The same, op_lock held by the caller (app.update's safety backup and its rollback). */
+int app_backup_create_locked(struct app_conn *c, struct app *a, const struct proto_app_backup_create *p,
+                             const struct na_progress *progress, struct proto_app_backup *ret, struct na_error *err);
+int app_backup_restore_locked(struct app_conn *c, struct app *a, const char *backup_id,
+                              const struct na_progress *progress, struct na_error *err);
 int app_oci_backup_list(struct app_conn *c, const char *id, struct proto_app_backup **ret, size_t *ret_n,
                         struct na_error *err);
 int app_oci_backup_delete(struct app_conn *c, const char *id, const char *backup_id, struct na_error *err);

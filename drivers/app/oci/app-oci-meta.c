@@ -12,7 +12,7 @@
 
 #define APP_META_MAX (2u << 20)
 
-static json_t *strv_json(char *const *v)
+json_t *app_strv_json(char *const *v)
 {
         if (!v)
                 return json_null();
@@ -22,7 +22,7 @@ static json_t *strv_json(char *const *v)
         return a;
 }
 
-static char **strv_from_json(json_t *a)
+char **app_strv_from_json(json_t *a)
 {
         if (!json_is_array(a))
                 return NULL;
@@ -52,7 +52,7 @@ int app_meta_save(struct app *a, struct na_error *err)
         pthread_mutex_unlock(&a->st_lock);
         _cleanup_json_ json_t *doc = json_pack("{s:s, s:o, s:o, s:s, s:s, s:I, s:I, s:I, s:b, s:I, s:I, s:O}", "id", a->id,
                                                "deploy", proto_app_deploy_canonical(a->deploy), "command",
-                                               strv_json(a->command), "imageDigest", a->image_digest, "lower", a->lower,
+                                               app_strv_json(a->command), "imageDigest", a->image_digest, "lower", a->lower,
                                                "uidBase", (json_int_t)a->uid_base, "createdAt",
                                                (json_int_t)a->created_ms, "updatedAt", (json_int_t)a->updated_ms,
                                                "wantRunning", a->want_running, "restarts", (json_int_t)restarts,
@@ -60,7 +60,8 @@ int app_meta_save(struct app *a, struct na_error *err)
         if (doc && (json_object_set_new(doc, "runUid", json_integer(a->run_uid)) < 0 ||
                     json_object_set_new(doc, "runGid", json_integer(a->run_gid)) < 0 ||
                     json_object_set_new(doc, "imageStopSignal", json_integer(a->image_stop_signal)) < 0 ||
-                    json_object_set_new(doc, "volumeSeededAt", json_integer(a->seeded_ms)) < 0))
+                    json_object_set_new(doc, "volumeSeededAt", json_integer(a->seeded_ms)) < 0 ||
+                    (a->update && json_object_set(doc, "update", a->update) < 0)))
                 return na_error_sys(err, ENOMEM, "app %s: record", a->id);
         _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
         if (!text)
@@ -88,7 +89,7 @@ int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct n
                 return na_error_prefix(err, "%s: its deploy params", path);
         }
         json_t *cmd = json_object_get(doc, "command");
-        if (json_is_array(cmd) && !(a->command = strv_from_json(cmd))) {
+        if (json_is_array(cmd) && !(a->command = app_strv_from_json(cmd))) {
                 app_free(a);
                 return na_error_sys(err, ENOMEM, "app %s", id);
         }
@@ -107,6 +108,7 @@ int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct n
         a->seeded_ms = json_integer_value(json_object_get(doc, "volumeSeededAt"));
         a->updated_ms = json_integer_value(json_object_get(doc, "updatedAt"));
         a->want_running = json_is_true(json_object_get(doc, "wantRunning"));
+        a->update = json_incref(json_object_get(doc, "update")); /* an update cut short (app-oci-update.c) */
         a->restarts = json_integer_value(json_object_get(doc, "restarts"));
         a->started_ms = json_integer_value(json_object_get(doc, "startedAt"));
         json_t *crash = json_object_get(doc, "crashes");

@@ -345,19 +345,49 @@ static void mount_stopped(struct app_conn *c)
         }
 }
 
+/*
+ * After resume: an app.update the agent's death cut short (its intent still in the app's
+ * record) is put back on the previous version (app-oci-update.c), once per app. An app a
+ * job holds is tried again at the next tick (an update job puts it back itself first).
+ * True when every app was seen.
+ */
+static bool recover_updates(struct app_conn *c)
+{
+        pthread_mutex_lock(&c->lock);
+        struct app *head = c->apps;
+        pthread_mutex_unlock(&c->lock);
+        bool all = true;
+        for (struct app *a = head; a && !__atomic_load_n(&c->quit, __ATOMIC_ACQUIRE); a = a->next) {
+                if (pthread_mutex_trylock(&a->op_lock) != 0) {
+                        all = false;
+                        continue;
+                }
+                if (a->update && !a->removed) {
+                        struct na_error e = NA_ERROR_INIT;
+                        if (app_update_recover_locked(c, a, &e) < 0)
+                                system_line(a, "update: putting the previous version back failed: %s", e.message);
+                        na_error_clear(&e);
+                }
+                pthread_mutex_unlock(&a->op_lock);
+        }
+        return all;
+}
+
 static void *watch_main(void *userdata)
 {
         struct app_conn *c = userdata;
         sigset_t all;
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, NULL);
-        bool resumed = false;
+        bool resumed = false, recovered = false;
         while (!__atomic_load_n(&c->quit, __ATOMIC_ACQUIRE)) {
                 if (!resumed && __atomic_load_n(&c->resumed, __ATOMIC_ACQUIRE)) {
                         resumed = true;
                         resume_all(c);
                         mount_stopped(c);
                 }
+                if (resumed && !recovered)
+                        recovered = recover_updates(c);
                 struct epoll_event ev[32];
                 int n = epoll_wait(c->epfd, ev, 32, TICK_MS);
                 for (int i = 0; i < n; i++) {

@@ -54,6 +54,7 @@ void app_free(struct app *a)
         if (a->monitor_fd >= 0)
                 close(a->monitor_fd);
         proto_app_deploy_free(a->deploy);
+        json_decref(a->update);
         if (a->command) {
                 for (char **p = a->command; *p; p++)
                         free(*p);
@@ -347,4 +348,5 @@ const struct app_driver app_oci_driver = {
         .exposure_verify = app_oci_exposure_verify,
         .address = app_oci_address,
         .console_attach = app_oci_console_attach,
+        .update = app_oci_update,
 };

@@ -16,6 +16,7 @@
 
 #include "common/json-cleanup.h"
 #include "proto/app-params.h"
+#include "proto/app-update.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int fuzz_summary(FILE *out);
@@ -30,9 +31,9 @@ int fuzz_summary(FILE *out);
                 }                                                               \
         } while (0)
 
-enum { K_DEPLOY, K_POWER, K_COMMAND, K_CONSOLE, K_OUTPUT, K_IMAGE, K_N };
+enum { K_DEPLOY, K_POWER, K_COMMAND, K_CONSOLE, K_OUTPUT, K_IMAGE, K_UPDATE, K_N };
 static const char *const kind_names[K_N] = { "app.deploy", "app.power", "app.command.set", "app.console.send",
-                                             "app.output", "image.pull" };
+                                             "app.output", "image.pull", "app.update" };
 static unsigned long accepted[K_N], refused[K_N];
 
 static void check_details(json_t *node)
@@ -99,6 +100,35 @@ static void check_deploy(struct proto_app_deploy *d)
         free(text);
 }
 
+/* An accepted update: within its limits, and applied to a deploy it gives a deploy that holds to the rules. */
+static void check_update(struct proto_app_update *u)
+{
+        CHECK(u->version || u->has_template || u->has_plan, "update with nothing to change");
+        CHECK(u->healthy_sec >= PROTO_APP_HEALTHY_MIN && u->healthy_sec <= PROTO_APP_HEALTHY_MAX, "healthySec");
+        CHECK(strlen(u->safety_backup_id) <= PROTO_VPS_OBJECT_ID_MAX, "safetyBackupId");
+        _cleanup_json_ json_t *base = json_pack(
+                "{s:s, s:s, s:s, s:s, s:[s], s:{s:s, s:s, s:b}, s:{s:i, s:i, s:i}}", "name", "web", "hostname", "web",
+                "version", "1", "sftpUsername", "web", "command", "/bin/app", "template", "id", "t", "image", "node:20",
+                "customCommand", 1, "plan", "cpuCores", 1, "memoryMB", 512, "volumeQuotaMB", 1024);
+        struct proto_app_deploy *cur = NULL, *next = NULL;
+        struct na_error err = NA_ERROR_INIT;
+        CHECK(base && proto_app_deploy_decode(base, &cur, &err) == 0, "base deploy: %s", err.message);
+        int r = proto_app_update_apply(cur, u, &next, &err);
+        CHECK(r == 0, "an accepted update does not apply: %s", err.message);
+        check_deploy(next);
+        enum proto_app_update_change ch = proto_app_update_change(cur, next);
+        CHECK(ch <= PROTO_APP_UPDATE_RESTART, "change");
+        CHECK(ch != PROTO_APP_UPDATE_NONE || proto_app_deploy_same(cur, next), "no change but another deploy");
+        struct proto_app_deploy *again = NULL;
+        CHECK(proto_app_update_apply(next, u, &again, &err) == 0, "again: %s", err.message);
+        CHECK(proto_app_update_change(next, again) == PROTO_APP_UPDATE_NONE, "the same update again does not converge");
+        proto_app_deploy_free(again);
+        proto_app_deploy_free(next);
+        proto_app_deploy_free(cur);
+        _cleanup_json_ json_t *ev = proto_app_updated_encode(u->version, false, NULL);
+        CHECK(ev != NULL, "app.updated encode");
+}
+
 static void decode_one(int kind, json_t *params)
 {
         struct na_error err = NA_ERROR_INIT;
@@ -110,6 +140,7 @@ static void decode_one(int kind, json_t *params)
         case K_COMMAND: r = proto_app_command_set_decode(params, (struct proto_app_command_set **)&out, &err); break;
         case K_CONSOLE: r = proto_app_console_send_decode(params, (struct proto_app_console_send **)&out, &err); break;
         case K_OUTPUT: r = proto_app_output_decode(params, (struct proto_app_output_query **)&out, &err); break;
+        case K_UPDATE: r = proto_app_update_decode(params, (struct proto_app_update **)&out, &err); break;
         default: r = proto_app_image_decode(params, (struct proto_app_image_params **)&out, &err); break;
         }
         if (r < 0) {
@@ -154,6 +185,10 @@ static void decode_one(int kind, json_t *params)
                 proto_app_output_free(p);
                 break;
         }
+        case K_UPDATE:
+                check_update(out);
+                proto_app_update_free(out);
+                break;
         default: {
                 struct proto_app_image_params *p = out;
                 char buf[PROTO_APP_IMAGE_REF_MAX + 1];
