@@ -147,6 +147,58 @@ def console_part(s, app):
     show(3)
 
 
+DB = str(uuid.uuid4())
+REALIMAGES = os.path.join(SRC, "tests", "harness", "realimages.py")
+
+
+def database_part(s):
+    """A real database image built from Debian's packages (redis-server, USER redis),
+    prepared by demo.sh before the private namespace: deployed, given data, upgraded to
+    its version 2 with a safety backup, then to a broken version that rolls back."""
+    app = {"type": "app", "id": DB}
+    print(f"\n{BOLD}A real database: Redis from Debian's packages, upgraded{RESET} {DIM}(app {DB}){RESET}")
+    if not APPS:
+        print(f"    {DIM}skipped: apps need root{RESET}")
+        return
+    images = os.path.join(s.tmp, "app-images")
+    r = subprocess.run([sys.executable, REALIMAGES, "install", "redis", "--images-dir", images],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"    {DIM}skipped: the redis image is not built here ({r.stderr.strip()[-200:]}){RESET}")
+        return
+    tmpl = {"id": "redis", "image": "redis:1", "command": None, "customCommand": False, "volumePath": "/data",
+            "startedPattern": "Ready to accept connections"}
+    run_job(s, "Deploy redis:1 (the image's USER redis, its entrypoint, its stop signal)", "app.deploy",
+            {"name": "cache", "hostname": "cache", "type": "database", "version": "1", "sftpUsername": "cache",
+             "template": tmpl, "plan": {"cpuCores": 1, "memoryMB": 128, "volumeQuotaMB": 64}},
+            target=app, timeout=300)
+    run_job(s, "Start it", "app.power", {"action": "start"}, target=app, timeout=60)
+
+    def cli(*args):
+        crun_root = os.path.join(s.agent.state_dir, "apps", "crun")
+        out = subprocess.run(["/usr/bin/crun", "--root", crun_root, "exec", f"na-{DB}", "redis-cli", *args],
+                             capture_output=True, text=True).stdout.strip()
+        print(f"    {DIM}redis-cli {' '.join(args)} (inside the app){RESET} → {out}")
+        return out
+    t_end = time.time() + 30
+    while time.time() < t_end and cli("PING") != "PONG":
+        time.sleep(1)
+    cli("SET", "greeting", "hello from version 1")
+    run_job(s, "Upgrade to redis:2 with a safety backup, watched for 10 s", "app.update",
+            {"version": "2", "safetyBackupId": "before-2", "healthySec": 10, "template": dict(tmpl, image="redis:2")},
+            target=app, timeout=300)
+    cli("GET", "greeting")
+    run_job(s, "Upgrade to a version that crashes at start: rolled back", "app.update",
+            {"version": "3", "safetyBackupId": "before-3", "healthySec": 10,
+             "template": dict(tmpl, image="redis:broken")}, target=app, timeout=300)
+    t_end = time.time() + 30
+    while time.time() < t_end and cli("PING") != "PONG":
+        time.sleep(1)
+    cli("GET", "greeting")
+    run_job(s, "Its status", "app.status", target=app)
+    run_job(s, "Delete it (its backups too)", "app.delete", target=app)
+
+
 def app_part(s):
     app = {"type": "app", "id": APP}
     print(f"\n{BOLD}An app in a container on crun{RESET} {DIM}(app {APP}){RESET}")
@@ -312,6 +364,7 @@ def main():
         run_job(s, "Its metrics", "vps.metrics", target=vps)
         run_job(s, "A job with bad parameters", "vps.power", {"action": "explode"}, target=vps)
         app_part(s)
+        database_part(s)
         print()
         st = s.agent.status()
         print(f"{BOLD}nodeagentctl status{RESET}")

@@ -13,6 +13,10 @@ if [ "$(id -u)" -eq 0 ]; then
   echo "demo: preparing the real guest (the first time downloads Debian's kernel: about a minute)" >&2
   /bin/sh tests/drivers/vm-real/guest.sh build/tests/drivers/vm-real/guest ||
     echo "demo: the real guest could not be built; its part will be skipped" >&2
+  # The real database image (Redis from Debian's packages; about a minute the first time).
+  echo "demo: preparing the redis image from Debian's packages (cached after the first time)" >&2
+  /usr/bin/python3 tests/harness/realimages.py build redis >/dev/null ||
+    echo "demo: the redis image could not be built; its part will be skipped" >&2
 fi
 if [ "$(id -u)" -eq 0 ] && unshare -n true 2>/dev/null; then
   # A private network namespace: the firewall never touches the host's ruleset,
