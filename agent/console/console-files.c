@@ -46,6 +46,8 @@
 
 #define FILES_PUSH_GAP_MS 100   /* at most one file/gone frame per this, per session (the contract) */
 #define FILES_DIR_POLL_MS 1000  /* while the file's directory is away: look again */
+#define FILES_SETTLE_MS 10      /* after a bare write (IN_MODIFY), before reading: a writer that truncates
+                                 * and then writes is usually done by then (bench/console/bench_files.py) */
 #define FILES_RATE_PER_SEC 10.0 /* frames from the relay a session may send a second... */
 #define FILES_RATE_BURST 20.0   /* ...and in one burst */
 #define FILES_READERS 2         /* threads reading files off the loop */
@@ -60,7 +62,8 @@ struct files_watch {
         unsigned refs;
 };
 
-static void schedule(struct console_session *s);
+static void schedule(struct console_session *s, bool settle);
+static void arm(struct console_session *s, long long delay_ms);
 static void read_start(struct console_session *s);
 
 void console_files_release(struct app_fs *fs)
@@ -235,7 +238,9 @@ static void on_inotify(void *userdata, int fd, uint32_t revents)
                                         continue;
                                 if (ev->mask & IN_IGNORED)
                                         s->files_wd = -1; /* the kernel dropped it (the directory went) */
-                                schedule(s);
+                                /* A bare write may be the first of several (truncate, then write):
+                                 * let it settle. A close, a rename or a delete is an end: read now. */
+                                schedule(s, !all && (ev->mask & ~(uint32_t)(IN_MODIFY | IN_ATTRIB)) == 0);
                         }
                         pthread_mutex_unlock(&c->lock);
                 }
@@ -303,12 +308,12 @@ static void read_done(void *userdata)
                 }
                 push(s, f);
                 if (!f->exists && s->files_wd < 0 && !s->files_dirty)
-                        loop_timer_arm_ms(s->files_timer, FILES_DIR_POLL_MS);
+                        arm(s, FILES_DIR_POLL_MS);
         }
         files_read_free(rq);
         if (s->files_dirty) {
                 s->files_dirty = false;
-                schedule(s);
+                schedule(s, false);
         }
 }
 
@@ -334,7 +339,7 @@ static void read_start(struct console_session *s)
                         files_read_free(rq);
                 log_warn("console %s: cannot read %s: %s", s->id, s->path, err.code ? err.message : "out of memory");
                 na_error_clear(&err);
-                loop_timer_arm_ms(s->files_timer, FILES_DIR_POLL_MS); /* try again */
+                arm(s, FILES_DIR_POLL_MS); /* try again */
                 return;
         }
         rq->c = c;
@@ -342,14 +347,24 @@ static void read_start(struct console_session *s)
         loop_post_init(&rq->post, read_done, rq);
         if (workers_submit(c->files_readers, read_work, rq) < 0) {
                 files_read_free(rq);
-                loop_timer_arm_ms(s->files_timer, FILES_DIR_POLL_MS);
+                arm(s, FILES_DIR_POLL_MS);
                 return;
         }
         s->files_reading = true;
 }
 
-/* Something may have changed: read now, or once the gap since the last frame is over. */
-static void schedule(struct console_session *s)
+static void arm(struct console_session *s, long long delay_ms)
+{
+        s->files_due_ms = na_now_mono_ms() + delay_ms;
+        loop_timer_arm_ms(s->files_timer, (uint64_t)delay_ms);
+}
+
+/*
+ * Something may have changed: read now, or once the gap since the last frame is over
+ * (and, with settle, FILES_SETTLE_MS from now), whichever is later; an earlier due
+ * time than the timer's wins.
+ */
+static void schedule(struct console_session *s, bool settle)
 {
         if (s->state != CONSOLE_OPEN || !s->fs)
                 return;
@@ -358,10 +373,12 @@ static void schedule(struct console_session *s)
                 return;
         }
         long long now = na_now_mono_ms();
-        long long due = s->files_push_ms + FILES_PUSH_GAP_MS;
-        if (s->files_sent && due > now) {
-                if (!loop_timer_armed(s->files_timer) || s->files_wd < 0)
-                        loop_timer_arm_ms(s->files_timer, (uint64_t)(due - now));
+        long long due = s->files_sent ? s->files_push_ms + FILES_PUSH_GAP_MS : now;
+        if (settle && due < now + FILES_SETTLE_MS)
+                due = now + FILES_SETTLE_MS;
+        if (due > now) {
+                if (!loop_timer_armed(s->files_timer) || due < s->files_due_ms)
+                        arm(s, due - now);
                 return;
         }
         loop_timer_disarm(s->files_timer);

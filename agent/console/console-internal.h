@@ -64,6 +64,7 @@ struct console_session {
         uint64_t dir_dev, dir_ino;    /* that directory */
         struct loop_timer *files_timer; /* the next read (coalescing, or a poll while the directory is away) */
         int64_t files_push_ms;        /* when the last file/gone frame went out */
+        int64_t files_due_ms;         /* when files_timer fires, while armed */
         bool files_reading, files_dirty, files_writing;
         bool files_sent, files_exists; /* a file/gone frame went out; whether the file was there */
         char files_version[PROTO_CONSOLE_VERSION_MAX + 1]; /* of the last file frame, or the last write */
