@@ -388,8 +388,53 @@ def reoffer_after_crash(s):
     check(s.agent.stop(20) == 0)
 
 
+@needs("root")
+@with_setup(agent_conf=consoles_conf())
+def example_client(s):
+    """docs/files_client.py, the example of docs/consoles.md, against the real agent:
+    it sees the file, a change made by a files job, and its own edit lands on top."""
+    import subprocess
+    app, target = files_app(s)
+    put(s, app, "/cfg.txt", b"motd=1\n")
+    certs = s.controller.certs
+    p = subprocess.Popen([sys.executable, "-B", os.path.join(HERE, "..", "..", "..", "docs", "files_client.py"),
+                          "--listen", "127.0.0.1:0", "--cert", f"{certs}/server.pem", "--key", f"{certs}/server.key",
+                          "--token", "example-token"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        url = p.stdout.readline().split()[1]
+        sid = str(uuid.uuid4())
+        ok(app_or_vps_job(s, "console.open", target, {"sessionId": sid, "url": url, "token": "example-token",
+                                                      "mode": "files", "path": "/cfg.txt"}))
+        out = []
+
+        def until(prefix):
+            while True:
+                line = p.stdout.readline()
+                check(line, f"the client ended before {prefix!r}: {out}")
+                out.append(line.strip())
+                if line.startswith(prefix):
+                    return line.strip()
+        p.stdin.write("wait motd=1\n")
+        p.stdin.flush()
+        until("seen")
+        put(s, app, "/cfg.txt", b"motd=2\n")
+        p.stdin.write("wait motd=2\nappend edited=yes\n")
+        p.stdin.flush()
+        until("seen")
+        until("written")
+        check(open(os.path.join(volume(s, app), "cfg.txt")).read() == "motd=2\nedited=yes\n", out)
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        check(wait_closed_event(s, sid)["data"]["reason"] == "relay-closed")
+        check(p.wait(15) == 0, out)
+        print("\n".join(out))
+    finally:
+        p.kill()
+        p.wait()
+
+
 CASES = {f.__name__: f for f in (edit_round_trip, two_writers, quota, refusals, sftp_upload, hundred_sessions,
-                                  reoffer_after_crash)}
+                                  reoffer_after_crash, example_client)}
 
 if __name__ == "__main__":
     sys.exit(run_cases(CASES))
