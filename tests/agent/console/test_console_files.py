@@ -230,6 +230,12 @@ def two_writers(s):
         x.wait_frame(lambda f: f["type"] == "file" and f.get("content") == "from a job\n", what="the job's write")
     c = loser.write(w["version"], "late\n")
     check(c["type"] == "conflict" and c["content"] == "from a job\n", c)
+    # The drain ends both with agent-draining; the agent exits cleanly (under ASan: nothing leaked).
+    s.agent.signal(signal.SIGTERM)
+    for x in (a, b):
+        closed = x.wait_closed()
+        check(closed["code"] == 1001 and closed["reason"] == "agent-draining", closed)
+    check(s.agent.stop(30) == 0, s.agent.log_text()[-3000:])
 
 
 @needs("root")
