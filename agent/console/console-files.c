@@ -35,6 +35,7 @@
 #include "agent/base/log.h"
 #include "agent/base/services.h"
 #include "agent/console/console-internal.h"
+#include "agent/console/files-pace.h"
 #include "agent/jobs/jobs.h"
 #include "agent/jobs/workers.h"
 #include "common/json-cleanup.h"
@@ -44,12 +45,6 @@
 #include "proto/app-files.h"
 #include "volume/volume.h"
 
-#define FILES_PUSH_GAP_MS 100   /* at most one file/gone frame per this, per session (the contract) */
-#define FILES_DIR_POLL_MS 1000  /* while the file's directory is away: look again */
-#define FILES_SETTLE_MS 10      /* after a bare write (IN_MODIFY), before reading: a writer that truncates
-                                 * and then writes is usually done by then (bench/console/bench_files.py) */
-#define FILES_RATE_PER_SEC 10.0 /* frames from the relay a session may send a second... */
-#define FILES_RATE_BURST 20.0   /* ...and in one burst */
 #define FILES_READERS 2         /* threads reading files off the loop */
 #define FILES_WRITE_TIMEOUT_SEC 120
 #define FILES_END_WAIT_MS 5000  /* consoles_files_end waits this long for the loop at most */
@@ -373,9 +368,7 @@ static void schedule(struct console_session *s, bool settle)
                 return;
         }
         long long now = na_now_mono_ms();
-        long long due = s->files_sent ? s->files_push_ms + FILES_PUSH_GAP_MS : now;
-        if (settle && due < now + FILES_SETTLE_MS)
-                due = now + FILES_SETTLE_MS;
+        long long due = files_pace_due(s->files_sent, s->files_push_ms, settle, now);
         if (due > now) {
                 if (!loop_timer_armed(s->files_timer) || due < s->files_due_ms)
                         arm(s, due - now);
@@ -553,17 +546,11 @@ static void write_submit(struct console_session *s, const struct proto_console_f
 
 void console_files_input(struct console_session *s, enum ws_kind kind, const uint8_t *data, size_t len)
 {
-        long long now = na_now_mono_ms();
-        s->files_tokens += (double)(now - s->files_tokens_ms) * FILES_RATE_PER_SEC / 1000.0;
-        if (s->files_tokens > FILES_RATE_BURST)
-                s->files_tokens = FILES_RATE_BURST;
-        s->files_tokens_ms = now;
-        if (s->files_tokens < 1.0) {
+        if (!files_rate_take(&s->files_rate, na_now_mono_ms())) {
                 send_error(s, "RATE_LIMITED", NULL, "at most %.0f frames a second (a burst of %.0f); frame ignored",
                            FILES_RATE_PER_SEC, FILES_RATE_BURST);
                 return;
         }
-        s->files_tokens -= 1.0;
         if (kind != WS_TEXT) {
                 send_error(s, NA_E_VALIDATION, NULL, "binary frames are not understood; send "
                                                      "{\"type\":\"write\",\"baseVersion\":…,\"content\":…}");
@@ -607,8 +594,7 @@ int console_files_start(struct console_session *s, struct na_error *err)
         }
         if (!(s->files_timer = loop_timer_new(c->opt.loop, timer_fired, s)))
                 return na_error_sys(err, ENOMEM, "console %s", s->id);
-        s->files_tokens = FILES_RATE_BURST;
-        s->files_tokens_ms = na_now_mono_ms();
+        files_rate_init(&s->files_rate, na_now_mono_ms());
         struct na_error e = NA_ERROR_INIT;
         if (watch_add(s, &e) < 0) /* the directory may be gone already: the read says so */
                 log_debug("console %s: %s", s->id, e.message);

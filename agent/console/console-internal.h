@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "agent/console/consoles.h"
+#include "agent/console/files-pace.h"
 #include "agent/base/loop.h"
 #include "agent/console/ws.h"
 #include "proto/console.h"
@@ -68,8 +69,7 @@ struct console_session {
         bool files_reading, files_dirty, files_writing;
         bool files_sent, files_exists; /* a file/gone frame went out; whether the file was there */
         char files_version[PROTO_CONSOLE_VERSION_MAX + 1]; /* of the last file frame, or the last write */
-        double files_tokens;          /* frames from the relay this session may still send (rate) */
-        int64_t files_tokens_ms;
+        struct files_rate files_rate; /* frames from the relay (files-pace.h) */
 };
 
 struct consoles {
