@@ -40,7 +40,6 @@
 #include "agent/jobs/workers.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
-#include "common/uuid.h"
 #include "drivers/app.h"
 #include "proto/app-files.h"
 #include "volume/volume.h"
@@ -515,17 +514,11 @@ static const struct job_sink write_sink = {
 
 static void write_submit(struct console_session *s, const struct proto_console_files_write *in)
 {
-        struct proto_job pj = { 0 };
-        na_uuid_random(pj.id, sizeof(pj.id));
-        snprintf(pj.kind, sizeof(pj.kind), "console.files.write");
-        pj.attempt = 1;
-        pj.target_type = PROTO_TARGET_APP;
-        snprintf(pj.target_id, sizeof(pj.target_id), "%s", s->target_id);
-        pj.created_at_ms = (int64_t)na_now_real_ms();
-        pj.timeout_sec = FILES_WRITE_TIMEOUT_SEC;
-        pj.params = json_pack("{s:s, s:s, s:o, s:o}", "sessionId", s->id, "path", s->path, "baseVersion",
-                              in->has_base ? json_string(in->base_version) : json_null(), "content",
-                              json_stringn(in->content, in->len));
+        struct proto_job pj;
+        console_job_init(s, &pj, files_write_kind.name, FILES_WRITE_TIMEOUT_SEC,
+                         json_pack("{s:s, s:s, s:o, s:o}", "sessionId", s->id, "path", s->path, "baseVersion",
+                                   in->has_base ? json_string(in->base_version) : json_null(), "content",
+                                   json_stringn(in->content, in->len)));
         struct files_write_run *w = calloc(1, sizeof(*w));
         if (!w || !pj.params) {
                 free(w);

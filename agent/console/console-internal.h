@@ -110,6 +110,10 @@ void console_files_stop(struct console_session *s);
 void console_files_release(struct app_fs *fs);
 /* consoles_free: the inotify instance and the readers. */
 void console_files_free(struct consoles *c);
+/* A job of the session's app submitted by the session itself (a power action, a write):
+ * a generated id, attempt 1, created now; params taken (may be NULL: check pj->params). */
+void console_job_init(struct console_session *s, struct proto_job *pj, const char *kind, int64_t timeout_sec,
+                      json_t *params);
 /* The session with id, open, in consoles c (loop thread), or NULL. */
 struct console_session *console_find_open(struct consoles *c, const char *id);
 

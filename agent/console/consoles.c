@@ -15,6 +15,7 @@
 #include "agent/base/services.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
+#include "common/uuid.h"
 #include "drivers/app.h"
 #include "drivers/vm.h"
 
@@ -320,6 +321,20 @@ static void start_posted(void *userdata)
         idle_arm(s);
         if (close_now)
                 console_end(s, 1000, "closed");
+}
+
+void console_job_init(struct console_session *s, struct proto_job *pj, const char *kind, int64_t timeout_sec,
+                      json_t *params)
+{
+        memset(pj, 0, sizeof(*pj));
+        na_uuid_random(pj->id, sizeof(pj->id));
+        snprintf(pj->kind, sizeof(pj->kind), "%s", kind);
+        pj->attempt = 1;
+        pj->target_type = PROTO_TARGET_APP;
+        snprintf(pj->target_id, sizeof(pj->target_id), "%s", s->target_id);
+        pj->created_at_ms = (int64_t)na_now_real_ms();
+        pj->timeout_sec = timeout_sec;
+        pj->params = params;
 }
 
 struct console_session *console_find_open(struct consoles *c, const char *id)
