@@ -45,6 +45,9 @@
 #include "volume/volume.h"
 
 #define FILES_READERS 2         /* threads reading files off the loop */
+#define FILES_BACKLOG_MAX (256u * 1024u) /* a session holding this much unsent reads no more: file frames
+                                          * supersede each other, and a reader that falls behind must not
+                                          * make the 1 MiB queue drop an answer (written, conflict) */
 #define FILES_WRITE_TIMEOUT_SEC 120
 #define FILES_END_WAIT_MS 5000  /* consoles_files_end waits this long for the loop at most */
 #define FILES_MASK                                                                                             \
@@ -324,6 +327,10 @@ static void read_start(struct console_session *s)
 {
         struct consoles *c = s->c;
         struct na_error err = NA_ERROR_INIT;
+        if (s->qbytes + (s->ws ? ws_queued(s->ws) : 0) >= FILES_BACKLOG_MAX) {
+                arm(s, FILES_PUSH_GAP_MS); /* the reader is behind: the newest state, once it caught up */
+                return;
+        }
         struct files_read *rq = calloc(1, sizeof(*rq));
         int fd = -1;
         if (rq && (rq->path = strdup(s->path)) && (fd = fcntl(app_fs_root_fd(s->fs), F_DUPFD_CLOEXEC, 3)) < 0)

@@ -439,8 +439,35 @@ def example_client(s):
         p.wait()
 
 
+@needs("root")
+@with_setup(agent_conf=consoles_conf())
+def slow_reader(s):
+    """A panel that stops reading while a 400 KiB file changes over and over: the agent
+    holds back file frames (they supersede each other) instead of dropping, so nothing
+    is dropped, a write's answer still arrives, and the newest content comes once it
+    reads again."""
+    app, target = files_app(s)
+    put(s, app, "/big.txt", b"0" * (400 * 1024))
+    con = Files(s, target, "/big.txt", rcvbuf=32768)
+    ok(con.open())
+    v = con.wait_frame(lambda f: f["type"] == "file")["version"]
+    s.controller.admin("POST", f"/admin/relay/{con.sid}/pause", {"paused": True})
+    for i in range(1, 25):
+        put(s, app, "/big.txt", str(i % 10).encode() * (400 * 1024))
+        time.sleep(0.05)
+    st = [c for c in s.agent.status()["consoles"] if c["sessionId"] == con.sid][0]
+    check(st["queuedBytes"] <= 1024 * 1024 and st["dropped"] == 0, st)
+    con.send({"type": "write", "baseVersion": v, "content": "stale"})
+    s.controller.admin("POST", f"/admin/relay/{con.sid}/pause", {"paused": False})
+    con.wait_frame(lambda f: f["type"] == "conflict", what="the write's answer")
+    con.wait_frame(lambda f: f["type"] == "file" and f.get("content", "")[:1] == str(24 % 10), 30, "the newest content")
+    st = [c for c in s.agent.status()["consoles"] if c["sessionId"] == con.sid][0]
+    check(st["dropped"] == 0, st)
+    print(f"slow reader: {len(con.frames())} frames delivered for 25 versions, none dropped")
+
+
 CASES = {f.__name__: f for f in (edit_round_trip, two_writers, quota, refusals, sftp_upload, hundred_sessions,
-                                  reoffer_after_crash, example_client)}
+                                  reoffer_after_crash, example_client, slow_reader)}
 
 if __name__ == "__main__":
     sys.exit(run_cases(CASES))
