@@ -303,8 +303,14 @@ static void read_done(void *userdata)
                                 log_debug("console %s: %s", s->id, err.message);
                         na_error_clear(&err);
                 }
-                push(s, f);
-                if (!f->exists && s->files_wd < 0 && !s->files_dirty)
+                if (s->files_writing) {
+                        /* The session's own write may be what this read saw: its answer
+                         * comes first, then a read again tells what else changed. */
+                        s->files_reread = true;
+                        s->files_dirty = false;
+                } else
+                        push(s, f);
+                if (!f->exists && s->files_wd < 0 && !s->files_dirty && !s->files_writing)
                         arm(s, FILES_DIR_POLL_MS);
         }
         files_read_free(rq);
@@ -493,6 +499,10 @@ static void write_finished(void *userdata, struct job_ctx *job)
                 const char *code = job->error.code ? job->error.code : NA_E_INTERNAL;
                 send_error(s, code, streq(code, NA_E_VALIDATION) ? "path" : NULL, "write: %s",
                            job->error.code ? job->error.message : job_state_name(job->state));
+                if (s->files_reread) {
+                        s->files_reread = false;
+                        schedule(s, false);
+                }
                 if (streq(code, NA_E_FILE_ACCESS_DISABLED))
                         console_end(s, 1000, "file-access-disabled");
                 else if (streq(code, NA_E_APP_NOT_FOUND))
@@ -513,6 +523,10 @@ static void write_finished(void *userdata, struct job_ctx *job)
         s->files_sent = true;
         s->files_exists = version != NULL;
         snprintf(s->files_version, sizeof(s->files_version), "%s", version ? version : "");
+        if (s->files_reread) {
+                s->files_reread = false;
+                schedule(s, false);
+        }
 }
 
 static const struct job_sink write_sink = {

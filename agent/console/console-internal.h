@@ -67,6 +67,7 @@ struct console_session {
         int64_t files_push_ms;        /* when the last file/gone frame went out */
         int64_t files_due_ms;         /* when files_timer fires, while armed */
         bool files_reading, files_dirty, files_writing;
+        bool files_reread;            /* a read came back while a write was unanswered: read again after it */
         bool files_sent, files_exists; /* a file/gone frame went out; whether the file was there */
         char files_version[PROTO_CONSOLE_VERSION_MAX + 1]; /* of the last file frame, or the last write */
         struct files_rate files_rate; /* frames from the relay (files-pace.h) */
