@@ -241,7 +241,8 @@ def two_writers(s):
 @needs("root")
 @with_setup(agent_conf=consoles_conf())
 def quota(s):
-    """A write that does not fit: QUOTA_EXCEEDED in an error frame, the old file intact."""
+    """A write that does not fit: QUOTA_EXCEEDED in an error frame, the old file intact.
+    Then file access turned off ends the app's files sessions."""
     app, target = files_app(s, plan={"volumeQuotaMB": 16})
     put(s, app, "/config.yml", b"keep: me\n")
     con = Files(s, target, "/config.yml")
@@ -264,6 +265,17 @@ def quota(s):
         app_job(s, "app.files.delete", app, {"path": f"/fill{i}"})
     w = con.write(v, "z" * (3 << 20))
     check(w["type"] == "written", short(w))
+    # File access turned off (what app.update's call of the driver's on_files_off hook does;
+    # test.files_off makes that call): the app's files sessions end with file-access-disabled.
+    off = Files(s, target, "/config.yml")
+    ok(off.open())
+    off.wait_frame(lambda f: f["type"] == "file")
+    ok(app_job(s, "test.files_off", app))
+    check(con.wait_closed(15)["reason"] == "file-access-disabled")
+    closed = off.wait_closed(15)
+    check(closed["reason"] == "file-access-disabled", closed)
+    check(wait_closed_event(s, off.sid)["data"]["reason"] == "file-access-disabled")
+    check(not [c for c in s.agent.status()["consoles"] if c["sessionId"] == off.sid])
 
 
 @needs("root")
