@@ -1,6 +1,7 @@
 /* SHA-256 of files (OpenSSL's EVP interface). */
 #include "common/digest.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdint.h>
@@ -59,6 +60,16 @@ int na_sha256_file(const char *path, struct na_progress_meter *meter, char hex[6
         unsigned char d[32];
         unsigned int dl = 0;
         EVP_DigestFinal_ex(ctx, d, &dl);
+        na_sha256_hex(d, hex);
+        return 0;
+}
+
+int na_sha256_buf(const void *data, size_t len, char hex[65])
+{
+        unsigned char d[32];
+        unsigned int dl = 0;
+        if (EVP_Digest(data, len, d, &dl, EVP_sha256(), NULL) != 1)
+                return -ENOMEM;
         na_sha256_hex(d, hex);
         return 0;
 }

@@ -46,6 +46,16 @@ typedef void (*app_event_fn)(void *userdata, const char *type, const char *app_i
 typedef void (*app_cgroup_fn)(void *userdata, const char *app_id, const char *cgroup, double cpu_cores,
                               int64_t memory_mb);
 
+/*
+ * File access to an app ends: reason "target-deleted" (remove, before its volume is
+ * unmounted) or "file-access-disabled" (an update turned its template's fileAccess
+ * off; app.update calls it once the new settings are in place). The agent ends the
+ * app's live file editing sessions and lets go of the volume before it returns (it
+ * waits a few seconds at most). Called without the app's locks, never on the agent's
+ * loop thread.
+ */
+typedef void (*app_files_off_fn)(void *userdata, const char *app_id, const char *reason);
+
 /* What nodeagent-sftpd needs of an app (app.sftp.set writes it into the app's credentials file). */
 struct app_sftp_target {
         char volume_dir[4300];   /* absolute, the mounted volume */
@@ -68,6 +78,7 @@ struct app_options {
         unsigned crash_backoff_ms[APP_RESTART_MAX]; /* the crash rule's waits (drivers/app-restart.h); zeros: its defaults */
         app_event_fn on_event;
         app_cgroup_fn on_cgroup;
+        app_files_off_fn on_files_off; /* may be NULL */
         void *userdata;
         const char *backups_dir;      /* [apps] backups_dir; NULL or "": <storage_dir>/backups */
         /* App networks (issue 12; drivers/app/net/app-net.h). network NULL or "": each app

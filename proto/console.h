@@ -10,10 +10,12 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
+#include "proto/app-files.h"
 #include "proto/app-params.h"
 
 #define PROTO_CONSOLE_SESSION_MAX 128  /* sessionId: 1..128 of [A-Za-z0-9._-] */
@@ -28,8 +30,14 @@ enum proto_console_mode {
         PROTO_CONSOLE_VPS_SERIAL = 0,
         PROTO_CONSOLE_VPS_VNC,
         PROTO_CONSOLE_APP,
+        PROTO_CONSOLE_FILES, /* live file editing: one file of an app's volume */
 };
-extern const char *const proto_console_modes[]; /* "vps-serial", "vps-vnc", "app", NULL */
+extern const char *const proto_console_modes[]; /* "vps-serial", "vps-vnc", "app", "files", NULL */
+
+/* Mode files: a relay frame above this closes with 1009 (a write's content is at most
+ * PROTO_APP_FILES_WRITE_MAX decoded bytes; JSON escapes take the rest). */
+#define PROTO_CONSOLE_FILES_FRAME_MAX (6u << 20)
+#define PROTO_CONSOLE_FILES_CONTENT_MAX 524288 /* a file frame carries content up to this; above: binary */
 
 struct proto_console_open {
         char session_id[PROTO_CONSOLE_SESSION_MAX + 1];
@@ -37,6 +45,7 @@ struct proto_console_open {
         char token[PROTO_CONSOLE_TOKEN_MAX + 1];
         enum proto_console_mode mode;
         int64_t idle_sec;
+        char path[PROTO_APP_FILES_PATH_MAX + 1]; /* mode files only (required there, refused elsewhere) */
 };
 int proto_console_open_decode(json_t *params, struct proto_console_open **ret, struct na_error *err);
 void proto_console_open_free(struct proto_console_open *p);
@@ -64,3 +73,32 @@ int proto_console_input_decode(const char *text, size_t len, struct proto_consol
 
 /* The text of an app console output frame: {"seq","ts","stream","text"} (newly allocated). */
 char *proto_console_line_text(int64_t seq, int64_t ts_ms, const char *stream, const char *text, size_t len);
+
+/*
+ * Mode files (live file editing). A text frame from the relay:
+ * {"type":"write","baseVersion":"<version>"|null,"content":"<text>"}; baseVersion null
+ * means "the file does not exist" (it is created only if it still does not). content is
+ * at most PROTO_APP_FILES_WRITE_MAX bytes of UTF-8. Anything else is a VALIDATION_ERROR
+ * (code PROTO_CONSOLE_FILES_TOO_LARGE's message for the size) for an error frame back.
+ */
+#define PROTO_CONSOLE_VERSION_MAX 96
+struct proto_console_files_write {
+        bool has_base;                               /* false: baseVersion null */
+        char base_version[PROTO_CONSOLE_VERSION_MAX + 1];
+        char *content;                               /* owned, NUL-terminated (may hold NULs: use len) */
+        size_t len;
+};
+int proto_console_files_write_decode(const char *text, size_t len, struct proto_console_files_write *ret,
+                                     struct na_error *err);
+void proto_console_files_write_clear(struct proto_console_files_write *w);
+
+/* Frames to the relay (newly allocated text, NULL when out of memory):
+ *   {"type":"file","path","version","bytes","content"} or with "binary":true and no content;
+ *   {"type":"gone","path"};  {"type":"written","version"};
+ *   {"type":"conflict","version","bytes","content"|"binary":true} (version null: the file is gone);
+ *   {"type":"error","code","error","field"?}. */
+char *proto_console_file_text(const char *type, const char *path, const char *version, uint64_t bytes,
+                              const char *content, size_t len, bool binary);
+char *proto_console_gone_text(const char *path);
+char *proto_console_written_text(const char *version, uint64_t bytes);
+char *proto_console_error_text(const char *code, const char *message, const char *field);

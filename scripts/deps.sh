@@ -17,7 +17,7 @@ PKGS="build-essential cmake pkg-config libvirt-dev libvirt-daemon libvirt-daemon
   clang libclang-rt-14-dev
   genisoimage libtirpc-dev
   mmdebstrap umoci redis-tools postgresql-client
-  prometheus ansible-lint"
+  prometheus ansible-lint inotify-tools"
 # Before the install: haproxy's postinst would start the package's service (see below).
 # prometheus is here for promtool and for the dashboard's test, which starts its own
 # server on a free port: the package's service must not run (and scrape) beside it.

@@ -91,6 +91,11 @@ int app_fs_tmp_open(struct app_fs *fs, const char *path, struct app_fs_tmp *ret,
 
 int app_fs_tmp_commit(struct app_fs_tmp *t, struct na_error *err)
 {
+        return app_fs_tmp_commit_flags(t, 0, err);
+}
+
+int app_fs_tmp_commit_flags(struct app_fs_tmp *t, unsigned rename_flags, struct na_error *err)
+{
         int e = 0;
         const char *step = "import (fsync)";
         if (fsync(t->fd) < 0)
@@ -105,14 +110,15 @@ int app_fs_tmp_commit(struct app_fs_tmp *t, struct na_error *err)
                 else if (errno != EEXIST || tries >= 8)
                         e = errno, step = "import (link)";
         }
-        if (!e && renameat(t->dir_fd, t->tmp, t->dir_fd, t->name) < 0)
+        if (!e && renameat2(t->dir_fd, t->tmp, t->dir_fd, t->name, rename_flags) < 0)
                 e = errno, step = "import (rename)";
         if (e) {
                 app_fs_tmp_abort(t);
                 if (e == ENOSPC || e == EDQUOT)
                         return na_error_set(err, ENOSPC, NA_E_QUOTA_EXCEEDED,
                                             "%s: the app's volume is full; nothing was kept", t->path);
-                return app_fs_fail(err, e, "path", t->path, step);
+                int r = app_fs_fail(err, e, "path", t->path, step);
+                return e == EEXIST ? -EEXIST : r;
         }
         t->named = false;
         int dfd = openat(t->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

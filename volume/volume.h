@@ -234,5 +234,46 @@ struct app_fs_tmp {
 int app_fs_tmp_open(struct app_fs *fs, const char *path, struct app_fs_tmp *ret, struct na_error *err);
 /* fsync, give the file a name, rename it over the target; t is released either way. */
 int app_fs_tmp_commit(struct app_fs_tmp *t, struct na_error *err);
+/* As app_fs_tmp_commit with renameat2's flags (RENAME_NOREPLACE: -EEXIST when the
+ * target appeared meanwhile, nothing replaced). */
+int app_fs_tmp_commit_flags(struct app_fs_tmp *t, unsigned rename_flags, struct na_error *err);
 /* Drop the file; the target stays as it was. NULL-safe, idempotent. */
 void app_fs_tmp_abort(struct app_fs_tmp *t);
+
+/* ---- one file as live file editing sees it (app-fs-version.c; AGENT-API 4.3 mode files) ---- */
+
+/*
+ * The version of a file is an opaque string that changes whenever its content does:
+ * "sha256:<hex>" of the content for a file of at most content_max bytes (the same bytes
+ * give the same version, whoever wrote them), "meta:<inode>-<size>-<mtime ns>" for a
+ * larger one (its content is never read whole). proto/README.md says why.
+ */
+#define APP_FS_VERSION_MAX 96
+struct app_fs_file {
+        bool exists;       /* a regular file is at the path (false: gone; the rest is empty) */
+        int not_regular;   /* when !exists and something else is there: EISDIR, ELOOP (a link), EINVAL */
+        char version[APP_FS_VERSION_MAX + 1];
+        uint64_t bytes;
+        bool binary;       /* not UTF-8, or more than content_max bytes: no content */
+        char *content;     /* NUL-terminated when !binary (may hold NULs: bytes) */
+        dev_t dir_dev;     /* the directory the path's last component was found in */
+        ino_t dir_ino;
+};
+/* Resolve path's parent beneath the root and read the file (its last component never
+ * followed). A missing file or directory is success with exists false. */
+int app_fs_file_get(struct app_fs *fs, const char *path, size_t content_max, struct app_fs_file *ret,
+                    struct na_error *err);
+void app_fs_file_clear(struct app_fs_file *f);
+/*
+ * Replace path with data if its version is still base_version (NULL: if it still does
+ * not exist): a temporary file in its directory owned as app_fs_tmp_open says, written,
+ * the version checked again, then renamed over it (renameat2; RENAME_NOREPLACE when
+ * base_version is NULL). QUOTA_EXCEEDED when the volume has no room: the old file stays.
+ * On success *ret_conflict tells which: false, written, and ret_now->version is the new
+ * version (content not filled); true, nothing written, and ret_now is the file as it is.
+ * The caller serializes writers of the agent (the job layer's per-app queue); a writer
+ * outside the agent (the app, SFTP) between the last check and the rename is not seen.
+ */
+int app_fs_file_replace_if(struct app_fs *fs, const char *path, const char *base_version, const void *data,
+                           size_t len, size_t content_max, struct app_fs_file *ret_now, bool *ret_conflict,
+                           struct na_error *err);

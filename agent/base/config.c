@@ -124,6 +124,8 @@ static const struct key_def keys[] = {
 
         { "consoles", "max_per_target", K_UINT, OFF(consoles_max_per_target), false, "4", 1, 1000 },
         { "consoles", "max_sessions", K_UINT, OFF(consoles_max_sessions), false, "100", 1, 10000 },
+        /* Hosts besides the controller's that console.open may dial (comma-separated names or addresses). */
+        { "consoles", "relays", K_STRING, OFF(consoles_relays), false, NULL, 0, 0 },
 };
 
 int config_parse_backoff(const char *value, unsigned out[3])

@@ -107,6 +107,7 @@ struct agent_config {
         /* [consoles] */
         int64_t consoles_max_per_target;
         int64_t consoles_max_sessions;
+        char *consoles_relays; /* "host[,host...]": relays console.open may dial besides the controller's host */
 
         unsigned token_file_line; /* where token_file was set (0: not in the file), for config_load's check */
 };

@@ -20,7 +20,6 @@
 #include "common/fault.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
-#include "common/uuid.h"
 #include "drivers/app.h"
 #include "ring/monitor-msg.h"
 
@@ -411,15 +410,8 @@ static const struct job_sink power_sink = {
 
 static void power(struct console_session *s, enum proto_app_power_action action)
 {
-        struct proto_job pj = { 0 };
-        na_uuid_random(pj.id, sizeof(pj.id));
-        snprintf(pj.kind, sizeof(pj.kind), "app.power");
-        pj.attempt = 1;
-        pj.target_type = PROTO_TARGET_APP;
-        snprintf(pj.target_id, sizeof(pj.target_id), "%s", s->target_id);
-        pj.created_at_ms = (int64_t)na_now_real_ms();
-        pj.timeout_sec = 600;
-        pj.params = json_pack("{s:s}", "action", proto_app_power_actions[action]);
+        struct proto_job pj;
+        console_job_init(s, &pj, "app.power", 600, json_pack("{s:s}", "action", proto_app_power_actions[action]));
         struct power_run *p = calloc(1, sizeof(*p));
         if (!p || !pj.params) {
                 free(p);

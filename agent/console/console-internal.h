@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "agent/console/consoles.h"
+#include "agent/console/files-pace.h"
 #include "agent/base/loop.h"
 #include "agent/console/ws.h"
 #include "proto/console.h"
@@ -56,6 +57,20 @@ struct console_session {
         char vps_path[64];           /* the serial pty, opened again after a hangup */
         unsigned vps_retries;
         struct loop_timer *vps_timer;
+
+        /* files mode (console-files.c) */
+        struct app_fs *fs;            /* the app's volume (its root), from console.open's checks */
+        char *path;                   /* the file, as console.open named it */
+        int files_wd;                 /* the inotify watch of its directory; -1: none */
+        uint64_t dir_dev, dir_ino;    /* that directory */
+        struct loop_timer *files_timer; /* the next read (coalescing, or a poll while the directory is away) */
+        int64_t files_push_ms;        /* when the last file/gone frame went out */
+        int64_t files_due_ms;         /* when files_timer fires, while armed */
+        bool files_reading, files_dirty, files_writing;
+        bool files_reread;            /* a read came back while a write was unanswered: read again after it */
+        bool files_sent, files_exists; /* a file/gone frame went out; whether the file was there */
+        char files_version[PROTO_CONSOLE_VERSION_MAX + 1]; /* of the last file frame, or the last write */
+        struct files_rate files_rate; /* frames from the relay (files-pace.h) */
 };
 
 struct consoles {
@@ -66,6 +81,11 @@ struct consoles {
         char (*closed_ids)[PROTO_CONSOLE_SESSION_MAX + 1]; /* a ring of CONSOLE_CLOSED_REMEMBERED */
         unsigned closed_next;
         struct app_follower *followers; /* loop thread only: one per app with sessions */
+        /* files mode (console-files.c), loop thread only */
+        int files_ino_fd;                 /* one inotify instance for every files session; -1 until needed */
+        struct files_watch *watches;      /* its watches and how many sessions share each */
+        size_t nwatches, watches_cap;
+        struct workers *files_readers;    /* reads off the loop */
 };
 
 /* consoles.c: queue a frame for the relay (dropping the oldest beyond CONSOLE_QUEUE_MAX). */
@@ -79,6 +99,24 @@ void console_end(struct console_session *s, uint16_t code, const char *reason);
 int console_app_start(struct console_session *s, struct na_error *err);
 void console_app_input(struct console_session *s, const uint8_t *data, size_t len);
 void console_app_stop(struct console_session *s);
+
+/* console-files.c */
+/* Worker (console.open): the app, its file access and the file, before anything is dialled. */
+int console_files_check(struct consoles *c, const char *app_id, const char *path, struct app_fs **ret_fs,
+                        struct na_error *err);
+int console_files_start(struct console_session *s, struct na_error *err);
+void console_files_input(struct console_session *s, enum ws_kind kind, const uint8_t *data, size_t len);
+void console_files_stop(struct console_session *s);
+/* Close what console_files_check gave (NULL-safe; any thread). */
+void console_files_release(struct app_fs *fs);
+/* consoles_free: the inotify instance and the readers. */
+void console_files_free(struct consoles *c);
+/* A job of the session's app submitted by the session itself (a power action, a write):
+ * a generated id, attempt 1, created now; params taken (may be NULL: check pj->params). */
+void console_job_init(struct console_session *s, struct proto_job *pj, const char *kind, int64_t timeout_sec,
+                      json_t *params);
+/* The session with id, open, in consoles c (loop thread), or NULL. */
+struct console_session *console_find_open(struct consoles *c, const char *id);
 
 /* console-vps.c */
 int console_vps_start(struct console_session *s, struct na_error *err);

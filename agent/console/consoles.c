@@ -15,6 +15,7 @@
 #include "agent/base/services.h"
 #include "common/json-cleanup.h"
 #include "common/timeutil.h"
+#include "common/uuid.h"
 #include "drivers/app.h"
 #include "drivers/vm.h"
 
@@ -29,6 +30,7 @@ int consoles_new(const struct consoles_options *opt, struct consoles **ret, stru
                 return na_error_sys(err, ENOMEM, "consoles");
         }
         c->opt = *opt;
+        c->files_ino_fd = -1;
         pthread_mutex_init(&c->lock, NULL);
         *ret = c;
         return 0;
@@ -45,18 +47,26 @@ static void queue_clear(struct console_session *s)
         s->qbytes = 0;
 }
 
+static void mode_stop(struct console_session *s)
+{
+        if (s->mode == PROTO_CONSOLE_APP)
+                console_app_stop(s);
+        else if (s->mode == PROTO_CONSOLE_FILES)
+                console_files_stop(s);
+        else
+                console_vps_stop(s);
+}
+
 static void session_free(struct console_session *s)
 {
         if (!s)
                 return;
-        if (s->mode == PROTO_CONSOLE_APP)
-                console_app_stop(s);
-        else
-                console_vps_stop(s);
+        mode_stop(s);
         ws_free(s->ws);
         ws_dialed_free(s->dialed);
         loop_timer_free(s->idle_timer);
         queue_clear(s);
+        free(s->path);
         free(s);
 }
 
@@ -82,6 +92,7 @@ void consoles_free(struct consoles *c)
                 unlink_locked(c, s);
                 session_free(s);
         }
+        console_files_free(c);
         pthread_mutex_destroy(&c->lock);
         free(c->closed_ids);
         free(c);
@@ -189,7 +200,9 @@ static void on_message(void *userdata, enum ws_kind kind, const uint8_t *data, s
                 return;
         s->frames_in++;
         idle_arm(s);
-        if (s->mode != PROTO_CONSOLE_APP) {
+        if (s->mode == PROTO_CONSOLE_FILES)
+                console_files_input(s, kind, data, len);
+        else if (s->mode != PROTO_CONSOLE_APP) {
                 if (kind == WS_BINARY) /* text frames carry nothing for a server console */
                         console_vps_input(s, data, len);
         } else {
@@ -205,7 +218,7 @@ static void on_drain(void *userdata)
 {
         struct console_session *s = userdata;
         feed(s);
-        if (s->mode != PROTO_CONSOLE_APP && s->state == CONSOLE_OPEN)
+        if ((s->mode == PROTO_CONSOLE_VPS_SERIAL || s->mode == PROTO_CONSOLE_VPS_VNC) && s->state == CONSOLE_OPEN)
                 console_vps_drained(s);
 }
 
@@ -248,10 +261,7 @@ void console_end(struct console_session *s, uint16_t code, const char *reason)
                 snprintf(s->reason, sizeof(s->reason), "%s", reason);
         s->state = CONSOLE_CLOSING;
         loop_timer_disarm(s->idle_timer);
-        if (s->mode == PROTO_CONSOLE_APP)
-                console_app_stop(s);
-        else
-                console_vps_stop(s);
+        mode_stop(s);
         feed(s); /* what is queued still goes out before the close frame */
         queue_clear(s);
         ws_close(s->ws, code, reason); /* on_closed follows */
@@ -283,10 +293,13 @@ static void start_posted(void *userdata)
         s->state = CONSOLE_OPEN;
         pthread_mutex_unlock(&c->lock);
         s->idle_timer = loop_timer_new(c->opt.loop, idle_fired, s);
-        int r = s->idle_timer ? ws_start(c->opt.loop, d, &ws_cb, s, PROTO_CONSOLE_FRAME_MAX, &s->ws, &err)
+        size_t max_msg = s->mode == PROTO_CONSOLE_FILES ? PROTO_CONSOLE_FILES_FRAME_MAX : PROTO_CONSOLE_FRAME_MAX;
+        int r = s->idle_timer ? ws_start(c->opt.loop, d, &ws_cb, s, max_msg, &s->ws, &err)
                               : (ws_dialed_free(d), na_error_sys(&err, ENOMEM, "console %s", s->id));
         if (r >= 0)
-                r = s->mode == PROTO_CONSOLE_APP ? console_app_start(s, &err) : console_vps_start(s, &err);
+                r = s->mode == PROTO_CONSOLE_APP     ? console_app_start(s, &err)
+                    : s->mode == PROTO_CONSOLE_FILES ? console_files_start(s, &err)
+                                                     : console_vps_start(s, &err);
         if (r < 0) {
                 log_warn("console %s: %s", s->id, err.message);
                 na_error_clear(&err);
@@ -310,6 +323,30 @@ static void start_posted(void *userdata)
                 console_end(s, 1000, "closed");
 }
 
+void console_job_init(struct console_session *s, struct proto_job *pj, const char *kind, int64_t timeout_sec,
+                      json_t *params)
+{
+        memset(pj, 0, sizeof(*pj));
+        na_uuid_random(pj->id, sizeof(pj->id));
+        snprintf(pj->kind, sizeof(pj->kind), "%s", kind);
+        pj->attempt = 1;
+        pj->target_type = PROTO_TARGET_APP;
+        snprintf(pj->target_id, sizeof(pj->target_id), "%s", s->target_id);
+        pj->created_at_ms = (int64_t)na_now_real_ms();
+        pj->timeout_sec = timeout_sec;
+        pj->params = params;
+}
+
+struct console_session *console_find_open(struct consoles *c, const char *id)
+{
+        pthread_mutex_lock(&c->lock);
+        struct console_session *s = c->sessions;
+        while (s && !streq(s->id, id))
+                s = s->next;
+        pthread_mutex_unlock(&c->lock); /* only the loop frees sessions: s stays valid here */
+        return s && s->state == CONSOLE_OPEN ? s : NULL;
+}
+
 static bool id_used_locked(struct consoles *c, const char *id, const char **state)
 {
         for (struct console_session *s = c->sessions; s; s = s->next)
@@ -326,9 +363,15 @@ static bool id_used_locked(struct consoles *c, const char *id, const char **stat
 }
 
 static int target_check(struct consoles *c, enum proto_target_type type, const char *id,
-                        const struct proto_console_open *p, struct na_error *err)
+                        const struct proto_console_open *p, struct app_fs **ret_fs, struct na_error *err)
 {
         const struct agent_services *sv = c->opt.services;
+        if (p->mode == PROTO_CONSOLE_FILES) {
+                if (type != PROTO_TARGET_APP)
+                        return na_error_field(err, "mode", "files is for an app target; a server has vps-serial or "
+                                                           "vps-vnc");
+                return console_files_check(c, id, p->path, ret_fs, err);
+        }
         if (p->mode == PROTO_CONSOLE_APP) {
                 if (type != PROTO_TARGET_APP)
                         return na_error_field(err, "mode", "app is for an app target; a server has vps-serial or vps-vnc");
@@ -356,15 +399,23 @@ int consoles_open(struct consoles *c, ws_checkpoint_fn checkpoint, void *cp, enu
 {
         struct ws_url u;
         int r = ws_url_parse(p->url, c->opt.allow_insecure_http, &u, "url", err);
+        if (r >= 0)
+                r = ws_url_allowed(&u, c->opt.controller_url, c->opt.relays, "url", err);
         if (r < 0)
                 return r;
-        r = target_check(c, target_type, target_id, p, err);
+        struct app_fs *fs = NULL;
+        r = target_check(c, target_type, target_id, p, &fs, err);
         if (r < 0)
                 return r;
 
         struct console_session *s = calloc(1, sizeof(*s));
-        if (!s)
+        if (!s || (p->mode == PROTO_CONSOLE_FILES && !(s->path = strdup(p->path)))) {
+                console_files_release(fs);
+                free(s);
                 return na_error_sys(err, ENOMEM, "console %s", p->session_id);
+        }
+        s->fs = fs;
+        s->files_wd = -1;
         s->c = c;
         s->vps_fd = -1;
         snprintf(s->id, sizeof(s->id), "%s", p->session_id);
@@ -401,13 +452,15 @@ int consoles_open(struct consoles *c, ws_checkpoint_fn checkpoint, void *cp, enu
         }
         pthread_mutex_unlock(&c->lock);
         if (r < 0) {
+                console_files_release(s->fs);
+                free(s->path);
                 free(s);
                 return r;
         }
 
         struct ws_dialed *d = NULL;
         const struct agent_services *sv = c->opt.services;
-        if (p->mode != PROTO_CONSOLE_APP) /* blocking IPC: here on the worker, and its failure fails the job */
+        if (p->mode == PROTO_CONSOLE_VPS_SERIAL || p->mode == PROTO_CONSOLE_VPS_VNC) /* blocking IPC: here on the worker, and its failure fails the job */
                 r = sv->vm->console_open(sv->vm_conn, target_id,
                                          p->mode == PROTO_CONSOLE_VPS_VNC ? VM_CONSOLE_VNC : VM_CONSOLE_SERIAL, &s->vps_fd,
                                          err);
@@ -428,6 +481,8 @@ int consoles_open(struct consoles *c, ws_checkpoint_fn checkpoint, void *cp, enu
                 pthread_mutex_unlock(&c->lock);
                 if (s->vps_fd >= 0)
                         close(s->vps_fd);
+                console_files_release(s->fs);
+                free(s->path);
                 free(s);
                 return r;
         }

@@ -11,8 +11,11 @@
  *   consoles_status_json(c);  consoles_count(c);      // loop: nodeagentctl status
  *   consoles_free(c);
  *
+ * Modes: app (console-app.c), vps-serial and vps-vnc (console-vps.c), files (live file
+ * editing of one file of an app's volume, console-files.c).
+ *
  * A session ends on console.close, after idleSec without input, when its target is
- * deleted, when the agent drains, or when the relay closes it; each time with a close
+ * deleted (or, mode files, its file access is turned off), when the agent drains, or when the relay closes it; each time with a close
  * frame carrying the reason and a console.closed event {sessionId, reason}.
  */
 #pragma once
@@ -37,6 +40,8 @@ struct consoles_options {
         unsigned max_per_target, max_sessions; /* [consoles] */
         struct ws_tls tls;                     /* as the controller link's */
         bool allow_insecure_http;              /* ws:// to loopback */
+        const char *controller_url;            /* [controller] url: its host may be dialled */
+        const char *relays;                    /* [consoles] relays: other hosts that may be */
 };
 
 int consoles_new(const struct consoles_options *opt, struct consoles **ret, struct na_error *err);
@@ -56,6 +61,14 @@ int consoles_open(struct consoles *c, ws_checkpoint_fn checkpoint, void *cp, enu
 int consoles_close(struct consoles *c, const char *session_id, struct na_error *err);
 /* Loop thread: end every session with reason (the drain). */
 void consoles_close_all(struct consoles *c, const char *reason);
+/*
+ * Any thread but the loop's: end every live file editing session (mode files) of app_id
+ * with reason ("target-deleted", "file-access-disabled") and release what they hold of
+ * its volume before returning (waits for the loop, at most a few seconds; a session
+ * still being dialled lets go of it when its dial ends). The app driver calls it
+ * (drivers/app.h, on_files_off) before it unmounts a volume or turns file access off.
+ */
+void consoles_files_end(struct consoles *c, const char *app_id, const char *reason);
 /* Loop thread: the sessions alive (including those being dialled or closing). */
 unsigned consoles_count(struct consoles *c);
 /* Loop thread: [{sessionId, mode, target, peer, state, openedAt, idleSec, framesOut, bytesOut, framesIn, dropped}]. */

@@ -89,6 +89,53 @@ int ws_url_parse(const char *url, bool allow_insecure, struct ws_url *ret, const
         return 0;
 }
 
+/* The host of an http(s):// or ws(s):// URL, without brackets, into out; false when it has none. */
+static bool url_host(const char *url, char *out, size_t len)
+{
+        const char *p = strstr(url ? url : "", "://");
+        if (!p)
+                return false;
+        p += 3;
+        const char *at = p + strcspn(p, "/?#");
+        const char *cred = memchr(p, '@', (size_t)(at - p));
+        if (cred)
+                p = cred + 1;
+        const char *end;
+        if (*p == '[') {
+                p++;
+                end = strchr(p, ']');
+                if (!end)
+                        return false;
+        } else
+                end = p + strcspn(p, ":/?#");
+        size_t n = (size_t)(end - p);
+        if (n == 0 || n >= len)
+                return false;
+        memcpy(out, p, n);
+        out[n] = 0;
+        return true;
+}
+
+int ws_url_allowed(const struct ws_url *u, const char *controller_url, const char *relays, const char *field,
+                   struct na_error *err)
+{
+        char host[256];
+        if (url_host(controller_url, host, sizeof(host)) && strcasecmp(host, u->host) == 0)
+                return 0;
+        for (const char *p = relays ? relays : ""; *p;) {
+                p += strspn(p, ", \t");
+                size_t n = strcspn(p, ", \t");
+                const char *h = p;
+                if (n >= 2 && h[0] == '[' && h[n - 1] == ']')
+                        h++, n -= 2;
+                if (n && n == strlen(u->host) && strncasecmp(h, u->host, n) == 0)
+                        return 0;
+                p += strcspn(p, ", \t");
+        }
+        return na_error_field(err, field, "%s is neither the controller's host nor a relay of [consoles] relays",
+                              u->host);
+}
+
 int ws_key_new(char key[25])
 {
         unsigned char raw[16];

@@ -46,6 +46,15 @@ struct ws_url {
  */
 int ws_url_parse(const char *url, bool allow_insecure, struct ws_url *ret, const char *field, struct na_error *err);
 
+/*
+ * Whether console.open may dial u (AGENT-API 4.3): its host is the controller's (the
+ * host of controller_url, any port) or one of relays ("host[,host...]", [consoles]
+ * relays; IPv6 in brackets or not), compared without case. VALIDATION_ERROR on field
+ * otherwise.
+ */
+int ws_url_allowed(const struct ws_url *u, const char *controller_url, const char *relays, const char *field,
+                   struct na_error *err);
+
 /* A random Sec-WebSocket-Key (base64 of 16 bytes) into key[25]. */
 int ws_key_new(char key[25]);
 /* The Sec-WebSocket-Accept the server must answer for key, into out[29]. */

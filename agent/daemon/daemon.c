@@ -417,6 +417,8 @@ int agent_new(struct agent_config *cfg, struct agent **ret, struct na_error *err
                 .tls = { .ca_file = cfg->ca_file, .pinned_pubkey = cfg->pinned_pubkey, .client_cert = cfg->client_cert,
                          .client_key = cfg->client_key },
                 .allow_insecure_http = cfg->allow_insecure_http,
+                .controller_url = cfg->url,
+                .relays = cfg->consoles_relays,
         };
         r = consoles_new(&co, &a->consoles, err);
         if (r < 0)

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "agent/console/consoles.h"
 #include "agent/daemon/collector.h"
 #include "agent/base/config.h"
 #include "agent/base/log.h"
@@ -144,6 +145,13 @@ static void app_event(void *userdata, const char *type, const char *app_id, json
                 json_decref(data);
 }
 
+/* File access to an app ended (drivers/app.h): its live file sessions end. */
+static void app_files_off(void *userdata, const char *app_id, const char *reason)
+{
+        struct agent_services *s = userdata;
+        consoles_files_end(s->consoles, app_id, reason);
+}
+
 /* An app's cgroup appeared or went: metrics follow it. */
 static void app_cgroup(void *userdata, const char *app_id, const char *cgroup, double cpu_cores, int64_t memory_mb)
 {
@@ -252,6 +260,7 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                 .start_stagger_ms = (unsigned)cfg->apps_restart_stagger_sec * 1000,
                 .on_event = app_event,
                 .on_cgroup = app_cgroup,
+                .on_files_off = app_files_off,
                 .userdata = s,
                 .backups_dir = cfg->apps_backups_dir,
                 .network = cfg->apps_network,

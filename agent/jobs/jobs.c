@@ -529,14 +529,15 @@ struct job_ctx *jobs_submit_failed(struct jobs *jobs, struct proto_job *pj, stru
         return finish_at_once(jobs, job, err);
 }
 
-struct job_ctx *jobs_submit(struct jobs *jobs, struct proto_job *pj, const struct job_sink *sink, void *userdata)
+static struct job_ctx *submit_kind(struct jobs *jobs, struct proto_job *pj, const struct job_kind *kind,
+                                   const struct job_sink *sink, void *userdata)
 {
         struct job_ctx *job = job_alloc(jobs, pj, sink, userdata);
         if (!job)
                 return NULL;
         struct na_error err = NA_ERROR_INIT;
 
-        job->kind = job_kind_find(job->pj.kind);
+        job->kind = kind;
         if (!job->kind) {
                 na_error_set(&err, EOPNOTSUPP, NA_E_UNSUPPORTED_JOB, "job kind %s is not supported by this agent",
                              job->pj.kind);
@@ -582,6 +583,17 @@ struct job_ctx *jobs_submit(struct jobs *jobs, struct proto_job *pj, const struc
         runnable_push(jobs, t);
         dispatch(jobs);
         return job;
+}
+
+struct job_ctx *jobs_submit(struct jobs *jobs, struct proto_job *pj, const struct job_sink *sink, void *userdata)
+{
+        return submit_kind(jobs, pj, job_kind_find(pj->kind), sink, userdata);
+}
+
+struct job_ctx *jobs_submit_local(struct jobs *jobs, struct proto_job *pj, const struct job_kind *kind,
+                                  const struct job_sink *sink, void *userdata)
+{
+        return submit_kind(jobs, pj, kind, sink, userdata);
 }
 
 void jobs_request_stop(struct job_ctx *job, enum job_stop why)

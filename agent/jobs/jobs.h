@@ -99,6 +99,14 @@ unsigned jobs_poll_room(const struct jobs *jobs);
  * a target of the wrong type with VALIDATION_ERROR, through the same sink calls.
  */
 struct job_ctx *jobs_submit(struct jobs *jobs, struct proto_job *pj, const struct job_sink *sink, void *userdata);
+/*
+ * A job of a kind the registry does not list (a live session's own work that must run
+ * in its target's queue, after and before that target's other jobs: a file editing
+ * session's write). Never reachable from the link, which finds kinds by name; params
+ * are not decoded here (the caller built them): kind->decode still runs.
+ */
+struct job_ctx *jobs_submit_local(struct jobs *jobs, struct proto_job *pj, const struct job_kind *kind,
+                                  const struct job_sink *sink, void *userdata);
 /* A job that failed before admission (decode error): ends at once with err. */
 struct job_ctx *jobs_submit_failed(struct jobs *jobs, struct proto_job *pj, struct na_error *err,
                                    const struct job_sink *sink, void *userdata);

@@ -72,7 +72,7 @@ static int close_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_
 
 #define CONSOLE_TARGETS ((1u << PROTO_TARGET_VPS) | (1u << PROTO_TARGET_APP))
 
-static JOB_KIND(console_open, "console.open", .target = PROTO_TARGET_APP, .targets = CONSOLE_TARGETS, .changes = false,
+static JOB_KIND(console_open, "console.open", .target = PROTO_TARGET_APP, .targets = CONSOLE_TARGETS, .changes = true,
                 .decode = open_decode, .free_params = open_free, .run = open_run);
 
 static JOB_KIND(console_close, "console.close", .target = PROTO_TARGET_APP, .targets = CONSOLE_TARGETS,

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -69,6 +70,19 @@ static inline void vmkdir(struct fx *f, const char *name)
         char *p = pathf("%s/%s", f->vol, name);
         must(mkdir(p, 0755), p);
         free(p);
+}
+
+/* Temporary files the layer left in dir (".na-*"): none, after any write or abort. */
+static inline int leftovers(const char *dir)
+{
+        int n = 0;
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        while (d && (e = readdir(d)))
+                n += strncmp(e->d_name, ".na-", 4) == 0;
+        if (d)
+                closedir(d);
+        return n;
 }
 
 static inline int setup(void **state)

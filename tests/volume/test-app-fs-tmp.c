@@ -6,20 +6,8 @@
  */
 #include "volume/fs-fixture.h"
 
-#include <dirent.h>
 
 
-static int leftovers(const char *dir)
-{
-        int n = 0;
-        DIR *d = opendir(dir);
-        struct dirent *e;
-        while (d && (e = readdir(d)))
-                n += strncmp(e->d_name, ".na-", 4) == 0;
-        if (d)
-                closedir(d);
-        return n;
-}
 
 static void put(struct app_fs_tmp *t, const char *data)
 {

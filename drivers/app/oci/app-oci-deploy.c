@@ -350,6 +350,10 @@ int app_oci_remove(struct app_conn *c, const char *id, struct na_error *err)
                         return 0;
                 return remove_files(c, id, dir, err) < 0 ? na_error_prefix(err, "app %s: delete", id) : 0;
         }
+        /* Live file sessions let go of the volume before it is unmounted (outside op_lock:
+         * the agent's loop, which ends them, may ask the driver for this app meanwhile). */
+        if (c->o.on_files_off)
+                c->o.on_files_off(c->o.userdata, id, "target-deleted");
         pthread_mutex_lock(&a->op_lock);
         int r = app_stop_locked(c, a, true, 0, err);
         if (r >= 0) {

@@ -3,7 +3,8 @@
  * stream after the upgrade, fed to the WebSocket client's frame engine (agent/console/ws.c
  * over wslay) on a real loop through a socketpair whose relay end then closes. Every
  * text message also goes through the app console's frame decoder
- * (proto_console_input_decode). Contract: no crash, no leak, the session always ends
+ * (proto_console_input_decode) and the files session's (proto_console_files_write_decode:
+ * accepted, content at most 4 MiB and NUL-terminated at its length). Contract: no crash, no leak, the session always ends
  * (on_closed exactly once, with a code in 1000..4999), a decoded frame is a line (no
  * NUL, CR or LF, at most 4096 bytes) or a power action, a refusal is VALIDATION_ERROR.
  * Run under CTest by tests/proto/fuzz-driver.c (corpus, then seeded mutations).
@@ -33,7 +34,7 @@ int fuzz_summary(FILE *out);
                 }                                                                   \
         } while (0)
 
-static unsigned long messages, lines, powers, refused, closes[6];
+static unsigned long messages, lines, powers, refused, writes, closes[6];
 
 struct run {
         struct loop *loop;
@@ -48,6 +49,17 @@ static void on_message(void *userdata, enum ws_kind kind, const uint8_t *data, s
                 return;
         struct proto_console_input in;
         struct na_error err = NA_ERROR_INIT;
+        struct proto_console_files_write w = { 0 };
+        if (proto_console_files_write_decode((const char *)data, len, &w, &err) < 0) {
+                CHECK(err.code && strcmp(err.code, NA_E_VALIDATION) == 0, "write refused with %s", err.code);
+                CHECK(!w.content, "a refused write kept its content");
+                na_error_clear(&err);
+        } else {
+                CHECK(w.content && w.len <= PROTO_APP_FILES_WRITE_MAX && w.content[w.len] == 0, "write of %zu", w.len);
+                CHECK(!w.has_base || w.base_version[0], "an empty baseVersion");
+                writes++;
+        }
+        proto_console_files_write_clear(&w);
         if (proto_console_input_decode((const char *)data, len, &in, &err) < 0) {
                 CHECK(err.code && strcmp(err.code, NA_E_VALIDATION) == 0, "refused with %s", err.code);
                 refused++;
@@ -117,9 +129,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 int fuzz_summary(FILE *out)
 {
         fprintf(out,
-                "fuzz-ws: %lu messages (%lu lines, %lu power actions, %lu refused); closes 1000:%lu 1002:%lu "
-                "1006:%lu 1007:%lu 1009:%lu other:%lu\n",
-                messages, lines, powers, refused, closes[0], closes[1], closes[2], closes[3], closes[4], closes[5]);
+                "fuzz-ws: %lu messages (%lu lines, %lu power actions, %lu writes, %lu refused); closes 1000:%lu "
+                "1002:%lu 1006:%lu 1007:%lu 1009:%lu other:%lu\n",
+                messages, lines, powers, writes, refused, closes[0], closes[1], closes[2], closes[3], closes[4], closes[5]);
         /* Every outcome reached, or the corpus has rotted. */
-        return !lines + !powers + !refused + !closes[0] + !closes[1] + !closes[2] + !closes[3] + !closes[4];
+        return !lines + !powers + !writes + !refused + !closes[0] + !closes[1] + !closes[2] + !closes[3] + !closes[4];
 }

@@ -57,6 +57,42 @@ static void url_rules(void **state)
         na_error_clear(&err);
 }
 
+/* console.open dials the controller's host or a relay of [consoles] relays, nothing else (issue 25). */
+static void url_allowed(void **state)
+{
+        (void)state;
+        struct ws_url u;
+        struct na_error err = NA_ERROR_INIT;
+        static const char *const ctl = "https://api.example.com:8443/agent/v1";
+        static const char *const relays = "relay1.example.net, [2001:db8::7],Relay2.Example.net";
+        static const char *const good[] = {
+                "wss://api.example.com/relay/1", "wss://API.example.com:9443/r", "wss://relay1.example.net/x",
+                "wss://relay2.example.net:444/x", "wss://[2001:db8::7]/x",
+        };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                assert_int_equal(ws_url_parse(good[i], false, &u, "url", &err), 0);
+                assert_int_equal(ws_url_allowed(&u, ctl, relays, "url", &err), 0);
+        }
+        static const char *const bad[] = {
+                "wss://evil.example.com/relay", "wss://api.example.com.evil.net/x", "wss://relay1.example.ne/x",
+                "wss://example.com/x", "wss://127.0.0.1/x", "wss://[2001:db8::8]/x", "wss://relay1/x",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(ws_url_parse(bad[i], false, &u, "url", &err), 0);
+                assert_true(ws_url_allowed(&u, ctl, relays, "url", &err) < 0);
+                assert_string_equal(err.code, NA_E_VALIDATION);
+                assert_non_null(json_object_get(err.details, "url"));
+                na_error_clear(&err);
+        }
+        /* No relays configured: the controller's host only; no controller URL: nothing. */
+        assert_int_equal(ws_url_parse("wss://relay1.example.net/x", false, &u, "url", &err), 0);
+        assert_true(ws_url_allowed(&u, ctl, NULL, "url", &err) < 0);
+        na_error_clear(&err);
+        assert_int_equal(ws_url_parse("wss://api.example.com/x", false, &u, "url", &err), 0);
+        assert_true(ws_url_allowed(&u, NULL, "", "url", &err) < 0);
+        na_error_clear(&err);
+}
+
 static void accept_value(void **state)
 {
         (void)state;
@@ -300,7 +336,7 @@ static void connection_lost(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(url_rules),          cmocka_unit_test(accept_value),
+                cmocka_unit_test(url_rules),          cmocka_unit_test(url_allowed), cmocka_unit_test(accept_value),
                 cmocka_unit_test(answer_head),        cmocka_unit_test(messages_and_fragments),
                 cmocka_unit_test(too_big),            cmocka_unit_test(garbage),
                 cmocka_unit_test(connection_lost),
