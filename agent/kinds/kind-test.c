@@ -17,9 +17,6 @@
  *   test.hang {sleepMs?}    changes the node (journaled) but sleeps with no safe
  *                           point: a driver call that does not return in time, for
  *                           the shutdown that leaves a worker behind.
- *   test.files_off {}       target an app: what the app driver's on_files_off hook does
- *                           when an update turns file access off (drivers/app.h): the
- *                           app's live file sessions end with file-access-disabled.
  * Without steps they report progress once, at start: what keeps their lease alive
  * after that is the link's keepalive, which the lease test observes.
  */
@@ -30,7 +27,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/console/consoles.h"
 #include "agent/jobs/job-kind.h"
 #include "agent/base/services.h"
 #include "common/fileio.h"
@@ -164,18 +160,6 @@ static int test_hang_run(struct job_ctx *ctx, void *params, json_t **ret, struct
 static JOB_KIND(test_hang, "test.hang", .target = PROTO_TARGET_NODE, .changes = true, .stages = test_stages,
                 .decode = test_decode, .free_params = free, .run = test_hang_run);
 
-static int test_files_off_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
-{
-        (void)params;
-        (void)err;
-        consoles_files_end(job_services(ctx)->consoles, job_target_id(ctx), "file-access-disabled");
-        *ret = json_object();
-        return 0;
-}
-
-static JOB_KIND(test_files_off, "test.files_off", .target = PROTO_TARGET_APP, .changes = false,
-                .run = test_files_off_run);
-
-job_kind_list test_job_kinds = { &test_append, &test_once, &test_sleep, &test_hang, &test_files_off, NULL };
+job_kind_list test_job_kinds = { &test_append, &test_once, &test_sleep, &test_hang, NULL };
 
 #endif /* NA_TEST_HOOKS */

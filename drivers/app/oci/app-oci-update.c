@@ -728,8 +728,14 @@ int app_oci_update(struct app_conn *c, const char *id, const struct proto_app_up
         }
         /* From here on no checkpoint stops the job half-way: it ends on one version or the other. */
         pthread_mutex_lock(&a->op_lock);
+        bool files_before = a->deploy->tmpl.file_access;
         r = restart_update_locked(c, a, u, &to, budget_ms, t0, progress, ret, err);
+        bool files_after = a->deploy->tmpl.file_access;
         pthread_mutex_unlock(&a->op_lock);
         version_clear(&to);
+        /* A template that turns file access off ends the app's live file editing
+         * sessions (outside the app's locks: the consoles take their own). */
+        if (files_before && !files_after && c->o.on_files_off)
+                c->o.on_files_off(c->o.userdata, id, "file-access-disabled");
         return r;
 }

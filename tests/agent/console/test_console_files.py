@@ -265,12 +265,14 @@ def quota(s):
         app_job(s, "app.files.delete", app, {"path": f"/fill{i}"})
     w = con.write(v, "z" * (3 << 20))
     check(w["type"] == "written", short(w))
-    # File access turned off (what app.update's call of the driver's on_files_off hook does;
-    # test.files_off makes that call): the app's files sessions end with file-access-disabled.
+    # An app.update whose template turns file access off: the app's files sessions end
+    # with file-access-disabled.
     off = Files(s, target, "/config.yml")
     ok(off.open())
     off.wait_frame(lambda f: f["type"] == "file")
-    ok(app_job(s, "test.files_off", app))
+    tmpl = dict(deploy_params(template={"command": APPENDER})["template"], fileAccess=False)
+    upd = app_job(s, "app.update", app, {"version": "2", "template": tmpl, "healthySec": 10}, timeout=120)
+    check(upd["status"] == "succeeded", upd)
     check(con.wait_closed(15)["reason"] == "file-access-disabled")
     closed = off.wait_closed(15)
     check(closed["reason"] == "file-access-disabled", closed)
