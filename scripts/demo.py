@@ -38,9 +38,10 @@ def summarize(kind, data):
                           f"{r['action']}{'' if r['enabled'] else ' (off)'}" for r in data["rules"])
         return (f"{'on' if data['enabled'] else 'off'}, inbound {data['inboundPolicy']}, outbound "
                 f"{data['outboundPolicy']}: {rules}")
-    if kind in ("app.deploy", "app.command.set"):
+    if kind in ("app.deploy", "app.command.set", "app.update"):
         cmd = " ".join(data["command"]) if data.get("command") else "the template's"
-        return (f"app {data['name']} ({data['hostname']}) is {data['state']}: {data['plan']['cpuCores']} cores, "
+        return (f"app {data['name']} ({data['hostname']}) version {data.get('version')} is {data['state']} on "
+                f"{data.get('template', {}).get('image', '?')}: {data['plan']['cpuCores']} cores, "
                 f"{data['plan']['memoryMB']} MB, {data['volumeQuotaMB']} MB volume; command: {cmd}")
     if kind == "app.output":
         return "\n".join([f"{len(data['lines'])} line(s), nextSeq {data['nextSeq']}"] +
