@@ -118,6 +118,14 @@ static int open_vm(struct agent_services *s, struct na_error *err)
                 .guest_agent_timeout_sec = (unsigned)cfg->vm_guest_agent_timeout_sec,
                 .on_state = vm_state_changed,
                 .userdata = s,
+                .network = {
+                        .mode = cfg->vm_network_mode && streq(cfg->vm_network_mode, "bridged") ? VM_NET_BRIDGED
+                                                                                               : VM_NET_ROUTED,
+                        .bridge = cfg->vm_bridge,
+                        .gateway4 = cfg->vm_gateway4,
+                        .gateway6 = cfg->vm_gateway6,
+                        .uplink = cfg->vm_uplink,
+                },
                 /* libvirtd down at start must not keep the agent (and node.status,
                  * firewall, metrics) down: server jobs fail with DRIVER_ERROR until
                  * the driver's reconnect timer gets through. */

@@ -170,6 +170,7 @@ job_kind_list vps_job_kinds = {
         &vps_status_kind,
         &vps_exec_kind,
         &vps_reinstall_kind,
+        &vps_network_set_kind,
         &vps_upgrade_kind,
         &vps_delete_kind,
         &vps_snapshot_create_kind,

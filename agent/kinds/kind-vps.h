@@ -21,7 +21,7 @@ struct vps_job {
 };
 int vps_job_begin(struct job_ctx *ctx, struct vps_job *j, struct na_error *err);
 
-extern const struct job_kind vps_create_kind, vps_reinstall_kind;
+extern const struct job_kind vps_create_kind, vps_reinstall_kind, vps_network_set_kind;
 extern const struct job_kind vps_snapshot_create_kind, vps_snapshot_list_kind, vps_snapshot_revert_kind,
         vps_snapshot_delete_kind;
 extern const struct job_kind vps_backup_create_kind, vps_backup_list_kind, vps_backup_restore_kind,

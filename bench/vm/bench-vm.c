@@ -120,6 +120,14 @@ static void bench_create(const struct vm_driver *vm, struct vm_conn *conn, const
                         .tmpl = { .id = tmpl, .image_slug = "1", .os = PROTO_VPS_OS_LINUX },
                         .password = "Secret#123",
                 };
+                /* One address each in 198.18.0.0/15 (RFC 2544, for benchmarks): the node refuses a shared one. */
+                char net[128];
+                snprintf(net, sizeof(net), "{\"ipv4\": [{\"address\": \"198.18.%u.%u\", \"prefix\": 32}]}",
+                         (*serial / 254) % 256, *serial % 254 + 1);
+                _cleanup_json_ json_t *netdoc = json_loads(net, 0, NULL);
+                struct na_error ne = NA_ERROR_INIT;
+                if (!netdoc || proto_vps_network_decode(netdoc, "network", &spec.network, &ne) < 0)
+                        die("network", &ne);
                 struct timing t = { .start_us = na_now_mono_us() };
                 struct na_progress p = { .stage = on_stage, .userdata = &t };
                 struct proto_vps_server srv;

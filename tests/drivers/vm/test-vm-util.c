@@ -137,7 +137,7 @@ static void test_seed_documents(void **state)
         m.inputs = json_pack("{s:s}", "role", "web");
 
         char *md = NULL, *ud = NULL, *nc = NULL;
-        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", &md, &ud, &nc, &err), 0);
+        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", NULL, &md, &ud, &nc, &err), 0);
         _cleanup_json_ json_t *meta = json_loads(md, 0, NULL);
         assert_string_equal(json_string_value(json_object_get(meta, "instance-id")), ID1 "-3");
         assert_string_equal(json_string_value(json_object_get(meta, "local-hostname")), "web1");
@@ -163,7 +163,7 @@ static void test_seed_documents(void **state)
         /* Keys only: the password login is locked. */
         free(m.password_hash);
         m.password_hash = NULL;
-        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", &md, &ud, &nc, &err), 0);
+        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", NULL, &md, &ud, &nc, &err), 0);
         _cleanup_json_ json_t *user2 = json_loads(ud + 14, 0, NULL);
         root = json_array_get(json_object_get(user2, "users"), 0);
         assert_true(json_is_true(json_object_get(root, "lock_passwd")));
@@ -176,7 +176,7 @@ static void test_seed_documents(void **state)
         /* A password and no key: no ssh_authorized_keys at all (cloud-init's schema wants at least one item). */
         assert_int_equal(vm_password_hash("Secret#123", &m.password_hash, &err), 0);
         assert_int_equal(vm_meta_set_keys(&m, NULL, &err), 0);
-        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", &md, &ud, &nc, &err), 0);
+        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", NULL, &md, &ud, &nc, &err), 0);
         _cleanup_json_ json_t *user3 = json_loads(ud + 14, 0, NULL);
         root = json_array_get(json_object_get(user3, "users"), 0);
         assert_non_null(json_object_get(root, "hashed_passwd"));

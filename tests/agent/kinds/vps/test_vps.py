@@ -14,6 +14,8 @@ from nodeagent_harness import (Skip, check, check_stages, make_cgroup_fixture, m
 VPS = str(uuid.uuid4())
 PLAN = {"cpuCores": 2, "cpuThreads": 1, "ramMB": 1024, "storageMB": 2048, "networkSpeedLimitMbps": 0,
         "bandwidthLimitGb": 1000, "maxSnapshots": 2}
+NET = {"ipv4": [{"address": "203.0.113.10", "prefix": 24}], "ipv6": [{"address": "2001:db8:1::10", "prefix": 64}],
+       "dns": ["192.0.2.53"]}
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl op@example"
 
 
@@ -44,7 +46,7 @@ class Run:
 def lifecycle(s):
     run = Run(s)
     params = {"name": "web-1", "hostname": "web-1", "plan": PLAN,
-              "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+              "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"}, "network": NET,
               "vmPassword": "Sup3r!secret", "sshPublicKeys": [KEY]}
     r, stages = run.job("vps.create", params)
     srv = r["data"]
@@ -136,7 +138,7 @@ def events_and_metrics(s):
     t.start()
     try:
         run.job("vps.create", {"name": "db-1", "hostname": "db-1", "plan": PLAN,
-                               "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+                               "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"}, "network": NET,
                                "vmPassword": "Sup3r!secret"})
         run.job("vps.power", {"action": "stop", "graceSec": 2})
         time.sleep(4)
@@ -167,7 +169,7 @@ def events_and_metrics(s):
     s.agent.stop()
     s.agent.start()
     run.job("vps.create", {"name": "db-1", "hostname": "db-1", "plan": PLAN,
-                           "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+                           "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"}, "network": NET,
                            "vmPassword": "Sup3r!secret"})
     r, _ = run.job("vps.metrics")
     before = [p for p in r["data"]["series"]["points"] if p["at"] < time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(restart))]
@@ -202,7 +204,7 @@ def firewall(s):
     run = Run(s)
     run.job("vps.firewall.get", ok="VPS_NOT_FOUND")
     run.job("vps.create", {"name": "fw-1", "hostname": "fw-1", "plan": PLAN,
-                           "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+                           "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"}, "network": NET,
                            "vmPassword": "Sup3r!secret"})
     cfg = {"enabled": True, "inboundPolicy": "deny", "outboundPolicy": "allow", "rules": [
         {"type": "inbound", "protocol": "tcp", "port": "22", "source": "203.0.113.0/24", "destination": "any",
@@ -267,7 +269,7 @@ def server_rules(s):
     of an existing id converges only with the same params."""
     run = Run(s)
     params = {"name": "rules-1", "hostname": "rules-1", "plan": dict(PLAN, maxSnapshots=1),
-              "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+              "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"}, "network": NET,
               "vmPassword": "Sup3r!secret", "sshPublicKeys": [KEY]}
     run.job("vps.create", params)
     run.job("vps.snapshot.create", {"snapshotId": "s1", "name": "one", "maxSnapshots": 5})
