@@ -653,17 +653,8 @@ int config_parse(const char *path, const char *data, size_t len, FILE *report, u
         if (!!cfg->client_cert != !!cfg->client_key)
                 PROBLEM(seen_line[cfg->client_cert ? cc : ck], cfg->client_cert ? "client_cert" : "client_key",
                         "client_cert and client_key go together");
-        bool bridged = cfg->vm_network_mode && streq(cfg->vm_network_mode, "bridged");
-        static const char *const bridged_only[] = { "bridge", "gateway4", "gateway6" };
-        for (size_t i = 0; i < ARRAY_SIZE(bridged_only); i++) {
-                size_t k = (size_t)(key_find("vm", bridged_only[i]) - keys);
-                if (!bridged && seen_line[k])
-                        PROBLEM(seen_line[k], bridged_only[i], "is for network_mode = bridged");
-        }
-        size_t ul = (size_t)(key_find("vm", "uplink") - keys);
-        if (bridged && seen_line[ul])
-                PROBLEM(seen_line[ul], "uplink", "is for network_mode = routed (bridged: the bridge holds the uplink)");
-        if (bridged && !cfg->vm_bridge)
+        /* The keys of the other mode are ignored (a sample file may set them all); bridged needs its bridge. */
+        if (cfg->vm_network_mode && streq(cfg->vm_network_mode, "bridged") && !cfg->vm_bridge)
                 PROBLEM(seen_line[(size_t)(key_find("vm", "network_mode") - keys)], "bridge",
                         "is required with network_mode = bridged");
         if (cfg->fw_table) {

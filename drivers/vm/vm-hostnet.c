@@ -21,7 +21,6 @@
 #include <linux/if_addr.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
-#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -73,6 +72,42 @@ static int nl_talk(struct nl *nl, struct nlmsghdr *nlh)
                 if (r == MNL_CB_ERROR)
                         return -errno;
                 if (r == MNL_CB_STOP)
+                        return 0;
+        }
+}
+
+static int link_cb(const struct nlmsghdr *nlh, void *data)
+{
+        const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
+        *(unsigned *)data = (unsigned)ifi->ifi_index;
+        return MNL_CB_OK;
+}
+
+/*
+ * An interface's index by name through rtnetlink (not if_nametoindex: its ioctl is
+ * outside the agent's seccomp allow-list); 0 when there is none.
+ */
+static int link_index(struct nl *nl, const char *name, unsigned *ret)
+{
+        char buf[NL_BUF];
+        struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+        nlh->nlmsg_type = RTM_GETLINK;
+        nlh->nlmsg_flags = NLM_F_REQUEST;
+        nlh->nlmsg_seq = ++nl->seq;
+        struct ifinfomsg *ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
+        ifi->ifi_family = AF_UNSPEC;
+        mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+        *ret = 0;
+        if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = mnl_socket_recvfrom(nl->sock, buf, sizeof(buf));
+                if (n < 0)
+                        return -errno;
+                int r = mnl_cb_run(buf, (size_t)n, nlh->nlmsg_seq, nl->portid, link_cb, ret);
+                if (r == MNL_CB_ERROR)
+                        return errno == ENODEV ? 0 : -errno;
+                if (r == MNL_CB_STOP || *ret)
                         return 0;
         }
 }
@@ -176,14 +211,19 @@ int vm_hostnet_apply(const char *ifname, const char *uplink, const struct proto_
 {
         if (ret_applied)
                 *ret_applied = false;
-        unsigned tap = if_nametoindex(ifname);
-        unsigned up = uplink ? if_nametoindex(uplink) : 0;
-        if (uplink && !up)
-                return na_error_set(err, ENODEV, NA_E_DRIVER, "[vm] uplink %s: no such interface", uplink);
         struct nl nl = { 0 };
         int r = nl_open(&nl, err);
         if (r < 0)
                 return r;
+        unsigned tap = 0, up = 0;
+        if ((r = link_index(&nl, ifname, &tap)) < 0 || (uplink && (r = link_index(&nl, uplink, &up)) < 0)) {
+                fail(err, r, ifname, "look up", uplink);
+                goto out;
+        }
+        if (uplink && !up) {
+                r = na_error_set(err, ENODEV, NA_E_DRIVER, "[vm] uplink %s: no such interface", uplink);
+                goto out;
+        }
         /* What the new set lacks goes first (tap or not: the proxy entries outlive it). */
         if (old)
                 FOR_EACH_ADDR(old, a, {
@@ -228,13 +268,17 @@ out:
 
 int vm_hostnet_forget(const char *uplink, const struct proto_vps_network *net, struct na_error *err)
 {
-        unsigned up = uplink ? if_nametoindex(uplink) : 0;
-        if (!up)
-                return 0; /* no uplink, or gone: nothing of ours is left on it */
+        if (!uplink)
+                return 0;
         struct nl nl = { 0 };
         int r = nl_open(&nl, err);
         if (r < 0)
                 return r;
+        unsigned up = 0;
+        if ((r = link_index(&nl, uplink, &up)) < 0 || !up) {
+                nl_close(&nl);
+                return r < 0 ? fail(err, r, uplink, "look up", NULL) : 0; /* gone: nothing of ours is left on it */
+        }
         FOR_EACH_ADDR(net, a, {
                 if ((r = proxy_entry(&nl, false, up, a)) < 0) {
                         fail(err, r, uplink, "remove the proxy entry of", a->text);

@@ -2,6 +2,7 @@
 """Servers end to end (issue 4): every vps.* kind through the controller link, on
 libvirt's test driver, with real qcow2 template images and real backup files."""
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -27,9 +28,9 @@ def conf(s):
 
 
 class Run:
-    def __init__(self, s):
+    def __init__(self, s, vps=VPS):
         self.s = s
-        self.target = {"type": "vps", "id": VPS}
+        self.target = {"type": "vps", "id": vps}
 
     def job(self, kind, params=None, ok=True, timeout=60):
         jid = self.s.controller.enqueue(kind, params or {}, target=self.target)
@@ -290,7 +291,8 @@ def server_rules(s):
     upgraded = dict(params, plan=dict(PLAN, maxSnapshots=3))
     for other in (dict(upgraded, hostname="other-1"), dict(upgraded, vmPassword="An0ther!secret"),
                   dict(upgraded, sshPublicKeys=[]), dict(upgraded, template={"id": "ubuntu-24.04",
-                                                                           "imageSlug": "2024.10", "os": "linux"})):
+                                                                           "imageSlug": "2024.10", "os": "linux"}),
+                  dict(upgraded, network={"ipv4": [{"address": "203.0.113.99", "prefix": 24}]})):
         r, _ = run.job("vps.create", other, ok="INVALID_STATE")
         check(r["error"]["details"].get("state") == "created", r)
     r, _ = run.job("vps.status")
@@ -301,5 +303,90 @@ def server_rules(s):
     run.job("vps.delete")
 
 
+def ip(*args):
+    """ip(8) in the test's own network namespace (the agent itself never runs it)."""
+    return subprocess.run(["ip"] + list(args), check=True, capture_output=True, text=True).stdout
+
+
+def tap_of(vps):
+    return "nav" + vps.replace("-", "")[:12]
+
+
+def net_conf(s):
+    c = conf(s)
+    c["vm"]["uplink"] = "upl0"
+    return c
+
+
+@needs("root", "netns")
+@with_setup(agent_conf=net_conf)
+def network(s):
+    """Issue 22 item 1: the assignment is the server's (ipAddresses), an address another
+    server holds is refused (also between two creates at once), and in routed mode the
+    node's side follows it through netlink: the tap's next hop, a host route per
+    address, a proxy ARP/NDP entry per address on the uplink; vps.network.set changes
+    them at once and asks for a restart; vps.delete takes the proxy entries away."""
+    if os.geteuid() != 0 or os.environ.get("NA_TEST_NO_FIREWALL"):
+        raise Skip("needs root and a private network namespace (a tap and a dummy uplink)")
+    tap = tap_of(VPS)
+    # libvirt's test driver makes no tap: the test makes the one the server would have.
+    ip("tuntap", "add", "dev", tap, "mode", "tap")
+    ip("link", "set", tap, "up")
+    ip("link", "add", "upl0", "type", "veth", "peer", "name", "upl0p")  # no dummy module here
+    ip("link", "set", "upl0", "up")
+    ip("link", "set", "upl0p", "up")
+    run = Run(s)
+    params = {"name": "net-1", "hostname": "net-1", "plan": PLAN,
+              "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"}, "network": NET,
+              "vmPassword": "Sup3r!secret"}
+    r, _ = run.job("vps.create", params)
+    check(r["data"]["ipAddresses"] == ["203.0.113.10", "2001:db8:1::10"], r)
+    check("169.254.0.1/32" in ip("-4", "addr", "show", "dev", tap), ip("addr", "show", "dev", tap))
+    check("fe80::1/64" in ip("-6", "addr", "show", "dev", tap), ip("addr", "show", "dev", tap))
+    check("203.0.113.10 proto static scope link" in ip("-4", "route", "show", "dev", tap), ip("route"))
+    check("2001:db8:1::10 proto static" in ip("-6", "route", "show", "dev", tap), ip("-6", "route"))
+    proxies = ip("neigh", "show", "proxy", "dev", "upl0")
+    check("203.0.113.10" in proxies and "2001:db8:1::10" in proxies, proxies)
+
+    # Another server may not take an address this one holds: INVALID_STATE naming field and owner.
+    other = str(uuid.uuid4())
+    run2 = Run(s, other)
+    taken = dict(params, name="net-2", hostname="net-2",
+                 network={"ipv4": [{"address": "198.51.100.20", "prefix": 24}],
+                          "ipv6": [{"address": "2001:db8:1::10", "prefix": 64}]})
+    r, _ = run2.job("vps.create", taken, ok="INVALID_STATE")
+    d = r["error"]["details"]
+    check(d.get("field") == "network.ipv6.0.address" and d.get("owner") == VPS, r)
+    run2.job("vps.status", ok="VPS_NOT_FOUND")  # nothing was made
+
+    # vps.network.set: the node's side at once, the guest at its next boot.
+    new = {"ipv4": [{"address": "198.51.100.7", "prefix": 32}], "dns": ["192.0.2.53"]}
+    r, _ = run.job("vps.network.set", {"network": new})
+    check(r["data"]["ipAddresses"] == ["198.51.100.7"] and r["data"]["restartRequired"] is True, r)
+    routes = ip("-4", "route", "show", "dev", tap) + ip("-6", "route", "show", "dev", tap)
+    check("198.51.100.7" in routes and "203.0.113.10" not in routes and "2001:db8:1::10" not in routes, routes)
+    proxies = ip("neigh", "show", "proxy", "dev", "upl0")
+    check("198.51.100.7" in proxies and "203.0.113.10" not in proxies and "2001:db8:1::10" not in proxies, proxies)
+    r, _ = run.job("vps.network.set", {"network": {"ipv4": [{"address": "203.0.113.010", "prefix": 24}]}},
+                   ok="VALIDATION_ERROR")
+    check("network" in r["error"]["details"], r)
+    # The address it gave up is free again: two creates at once, one of them gets it.
+    third = str(uuid.uuid4())
+    free = dict(params, name="net-2", hostname="net-2")
+    j2 = s.controller.enqueue("vps.create", free, target={"type": "vps", "id": other})
+    j3 = s.controller.enqueue("vps.create", dict(free, name="net-3", hostname="net-3"),
+                              target={"type": "vps", "id": third})
+    res = s.controller.wait_results([j2, j3], 60)
+    outcomes = sorted(res[j]["results"][0]["status"] for j in (j2, j3))
+    check(outcomes == ["failed", "succeeded"], res)
+    loser = [res[j]["results"][0] for j in (j2, j3) if res[j]["results"][0]["status"] == "failed"][0]
+    check(loser["error"]["code"] == "INVALID_STATE" and loser["error"]["details"]["owner"] in (other, third), loser)
+
+    # vps.delete: the uplink forgets the server's addresses.
+    run.job("vps.delete")
+    proxies = ip("neigh", "show", "proxy", "dev", "upl0")
+    check("198.51.100.7" not in proxies, proxies)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases({f.__name__: f for f in [lifecycle, events_and_metrics, firewall, server_rules]}))
+    sys.exit(run_cases({f.__name__: f for f in [lifecycle, events_and_metrics, firewall, server_rules, network]}))
