@@ -100,6 +100,15 @@ struct vm_netcfg {
         const char *uplink;   /* routed: NULL for no neighbour answers (the upstream routes to the node) */
 };
 
+/*
+ * Called (from a job's thread) with a server's MAC address and network before it
+ * first starts and whenever its network changes: the agent puts its anti-spoofing
+ * guard in place there (firewall/fw-guard.c). A failure fails the job, before the
+ * server starts. Must be thread-safe.
+ */
+typedef int (*vm_network_fn)(void *userdata, const char *vps_id, const char *mac, const struct proto_vps_network *net,
+                             struct na_error *err);
+
 struct vm_options {
         const char *uri;               /* [vm] uri; default "qemu:///system" */
         const char *state_dir;         /* required: metadata in <state_dir>/vps/<id>.json */
@@ -118,6 +127,7 @@ struct vm_options {
         vm_state_fn on_state;          /* NULL: no lifecycle events */
         void *userdata;
         struct vm_netcfg network; /* zero: routed, no uplink */
+        vm_network_fn on_network;      /* NULL: no guard */
         bool connect_later;            /* open succeeds while the hypervisor cannot be reached; calls
                                         * fail with DRIVER_ERROR until the reconnect timer gets through */
 };

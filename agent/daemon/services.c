@@ -62,6 +62,30 @@ static void vps_removed(const struct agent_services *s, const char *vps_id)
         if (s->fw && fw_remove(s->fw, vps_id, &err) < 0)
                 log_warn("vps %s: firewall chains left behind: %s", vps_id, err.message);
         na_error_clear(&err);
+        if (s->fw && fw_guard_remove(s->fw, vps_id, &err) < 0)
+                log_warn("vps %s: anti-spoofing chains left behind: %s", vps_id, err.message);
+        na_error_clear(&err);
+}
+
+/* The guard of a server's addresses (firewall/fw-guard.c): before it starts, when they change. */
+static int guard_set(const struct agent_services *s, const char *vps_id, const char *mac, const char *const *addrs,
+                     size_t n, struct na_error *err)
+{
+        if (!s->fw)
+                return 0; /* [firewall] enabled = false: no guard either (docs/firewall.md) */
+        return fw_guard_set(s->fw, vps_id, mac, addrs, n, err);
+}
+
+static int vm_network_changed(void *userdata, const char *vps_id, const char *mac, const struct proto_vps_network *net,
+                              struct na_error *err)
+{
+        const char *addrs[PROTO_VPS_IPS_MAX];
+        size_t n = 0;
+        for (size_t i = 0; i < net->n_ipv4; i++)
+                addrs[n++] = net->ipv4[i].text;
+        for (size_t i = 0; i < net->n_ipv6; i++)
+                addrs[n++] = net->ipv6[i].text;
+        return guard_set(userdata, vps_id, mac, addrs, n, err);
 }
 
 /* Libvirt's event thread: a server changed state. */
@@ -117,6 +141,7 @@ static int open_vm(struct agent_services *s, struct na_error *err)
                 .start_stagger_ms = (unsigned)cfg->vm_restart_stagger_sec * 1000,
                 .guest_agent_timeout_sec = (unsigned)cfg->vm_guest_agent_timeout_sec,
                 .on_state = vm_state_changed,
+                .on_network = vm_network_changed,
                 .userdata = s,
                 .network = {
                         .mode = cfg->vm_network_mode && streq(cfg->vm_network_mode, "bridged") ? VM_NET_BRIDGED
@@ -412,9 +437,15 @@ void services_start(struct agent_services *s)
                 if (!id)
                         continue;
                 servers++;
-                if (s->vm->get_server(s->vm_conn, id, &srv, &err) == 0)
+                if (s->vm->get_server(s->vm_conn, id, &srv, &err) == 0) {
                         track(s, id, (int)(srv.plan.cpu_cores * srv.plan.cpu_threads), srv.plan.ram_mb);
-                else
+                        /* The guard again (a node reboot emptied the kernel's tables). */
+                        const char *addrs[PROTO_VPS_IPS_MAX];
+                        for (size_t k = 0; k < srv.n_ip_addresses; k++)
+                                addrs[k] = srv.ip_addresses[k];
+                        if (srv.n_ip_addresses && guard_set(s, id, srv.mac, addrs, srv.n_ip_addresses, &err) < 0)
+                                log_error("vps %s: anti-spoofing guard: %s", id, err.message);
+                } else
                         track(s, id, 0, 0);
                 na_error_clear(&err);
         }

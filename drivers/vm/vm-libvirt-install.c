@@ -247,6 +247,9 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         vm_mac_from_id(id, mac);
         if ((r = vm_seed_write(&m, mac, &c->net, seed, err)) < 0)
                 return r;
+        /* Its guard before it ever runs: no frame of it goes out unchecked. */
+        if ((r = vm_lv_network_notify(c, &m, err)) < 0)
+                return r;
         if ((r = vm_lv_define(c, conn, &m, err)) < 0)
                 return r;
         vm_lv_pool_refresh(c);

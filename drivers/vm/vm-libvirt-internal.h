@@ -39,6 +39,7 @@ struct vm_conn {
         vm_state_fn on_state;
         void *userdata;
         struct vm_netcfg net;  /* [vm] network_mode and its keys (strings owned) */
+        vm_network_fn on_network;
 
         struct vm_templates *templates;
 
@@ -165,6 +166,8 @@ int vm_lv_network_set(struct vm_conn *c, const char *id, const struct proto_vps_
  */
 int vm_lv_host_network(struct vm_conn *c, const struct vm_meta *m, const struct proto_vps_network *old,
                        struct na_error *err);
+/* Tell the agent m's network (its guard): 0 when m has none or nobody listens. */
+int vm_lv_network_notify(struct vm_conn *c, const struct vm_meta *m, struct na_error *err);
 /* The same from id's metadata (a start, a started event); 0 for a server without one. */
 int vm_lv_host_network_of(struct vm_conn *c, const char *id, struct na_error *err);
 /* vps.delete: the proxy entries of its addresses (the routes go with the tap). */

@@ -73,6 +73,15 @@ int vm_lv_host_network(struct vm_conn *c, const struct vm_meta *m, const struct 
         return r < 0 ? na_error_prefix(err, "vps %s: routed network", m->id) : 0;
 }
 
+int vm_lv_network_notify(struct vm_conn *c, const struct vm_meta *m, struct na_error *err)
+{
+        if (!c->on_network || !m->has_network)
+                return 0;
+        char mac[18];
+        vm_mac_from_id(m->id, mac);
+        return c->on_network(c->userdata, m->id, mac, &m->network, err);
+}
+
 int vm_lv_host_network_of(struct vm_conn *c, const char *id, struct na_error *err)
 {
         if (c->net.mode != VM_NET_ROUTED)
@@ -115,7 +124,7 @@ int vm_lv_network_set(struct vm_conn *c, const char *id, const struct proto_vps_
         _cleanup_free_ char *seed = vm_lv_seed_path(c, id);
         if (!seed)
                 return na_error_sys(err, ENOMEM, "vps %s: seed", id);
-        if ((r = vm_seed_write(&m, mac, &c->net, seed, err)) < 0 ||
+        if ((r = vm_lv_network_notify(c, &m, err)) < 0 || (r = vm_seed_write(&m, mac, &c->net, seed, err)) < 0 ||
             (r = vm_lv_host_network(c, &m, had ? &old : NULL, err)) < 0)
                 return r;
         bool active = false;

@@ -363,6 +363,7 @@ static int vm_open(const struct vm_options *o, struct vm_conn **ret, struct na_e
         c->ga_timeout_sec = o->guest_agent_timeout_sec ? o->guest_agent_timeout_sec : 10;
         c->reconnect_ms = o->reconnect_interval_ms ? o->reconnect_interval_ms : 5000;
         c->on_state = o->on_state;
+        c->on_network = o->on_network;
         c->userdata = o->userdata;
         c->started_ms = json_object();
         c->installing = json_object();

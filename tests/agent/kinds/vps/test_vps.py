@@ -308,6 +308,10 @@ def ip(*args):
     return subprocess.run(["ip"] + list(args), check=True, capture_output=True, text=True).stdout
 
 
+def nft(*args):
+    return subprocess.run(["nft"] + list(args), check=True, capture_output=True, text=True).stdout
+
+
 def tap_of(vps):
     return "nav" + vps.replace("-", "")[:12]
 
@@ -347,6 +351,11 @@ def network(s):
     check("2001:db8:1::10 proto static" in ip("-6", "route", "show", "dev", tap), ip("-6", "route"))
     proxies = ip("neigh", "show", "proxy", "dev", "upl0")
     check("203.0.113.10" in proxies and "2001:db8:1::10" in proxies, proxies)
+    # Its anti-spoofing guard (tests/firewall/traffic-guard.sh sends the packets): its addresses, its MAC.
+    guard = nft("list", "table", "netdev", "nodeagent-guard")
+    check(f'device "{tap}"' in guard and "0xcb00710a accept" in guard  # 203.0.113.10
+          and "0x20010db8000100000000000000000010 accept" in guard and "0x" + r["data"]["macAddress"].replace(":", "")
+          in guard, guard)
 
     # Another server may not take an address this one holds: INVALID_STATE naming field and owner.
     other = str(uuid.uuid4())
@@ -367,6 +376,8 @@ def network(s):
     check("198.51.100.7" in routes and "203.0.113.10" not in routes and "2001:db8:1::10" not in routes, routes)
     proxies = ip("neigh", "show", "proxy", "dev", "upl0")
     check("198.51.100.7" in proxies and "203.0.113.10" not in proxies and "2001:db8:1::10" not in proxies, proxies)
+    guard = nft("list", "table", "netdev", "nodeagent-guard")
+    check("0xc6336407 accept" in guard and "0xcb00710a" not in guard, guard)  # 198.51.100.7 only
     r, _ = run.job("vps.network.set", {"network": {"ipv4": [{"address": "203.0.113.010", "prefix": 24}]}},
                    ok="VALIDATION_ERROR")
     check("network" in r["error"]["details"], r)
@@ -386,6 +397,8 @@ def network(s):
     run.job("vps.delete")
     proxies = ip("neigh", "show", "proxy", "dev", "upl0")
     check("198.51.100.7" not in proxies, proxies)
+    guard = nft("list", "table", "netdev", "nodeagent-guard")
+    check(tap not in guard, guard)
 
 
 if __name__ == "__main__":
