@@ -143,13 +143,8 @@ static int network_set_run(struct job_ctx *ctx, void *params, json_t **ret, stru
         bool restart = false;
         if ((r = j.vm->network_set(j.conn, j.id, &p->network, &srv, &restart, err)) < 0)
                 return r;
-        json_t *data = proto_vps_server_encode(&srv);
-        if (!data)
-                return na_error_sys(err, ENOMEM, "vps %s: network.set result", j.id);
         /* The node's side changed at once; the guest reads its new seed at its next boot. */
-        json_object_set_new(data, "restartRequired", json_boolean(restart));
-        *ret = data;
-        return 0;
+        return vps_server_answer(&j, &srv, restart, ret, err);
 }
 
 JOB_KIND(vps_network_set_kind, "vps.network.set", .target = PROTO_TARGET_VPS, .changes = true,

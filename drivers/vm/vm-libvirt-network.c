@@ -6,48 +6,51 @@
  */
 #include "drivers/vm/vm-libvirt-internal.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/names.h"
 
+struct claim {
+        const struct vm_meta *m;
+        struct vm_conn *c;
+        struct na_error *err;
+};
+
+/* INVALID_STATE when server id (not m's) holds one of m's addresses. */
+static int check_one(const char *id, void *data)
+{
+        struct claim *cl = data;
+        if (streq(id, cl->m->id))
+                return 0;
+        struct vm_meta other;
+        struct na_error e = NA_ERROR_INIT;
+        int lr = vm_meta_load(cl->c->meta_dir, id, &other, &e);
+        na_error_clear(&e);
+        if (lr < 0)
+                return 0; /* not a server's record (or unreadable: it holds nothing we can know) */
+        char field[64];
+        const struct proto_vps_addr *a =
+                other.has_network ? proto_vps_network_overlap(&cl->m->network, &other.network, field) : NULL;
+        int r = 0;
+        if (a) {
+                r = na_error_set(cl->err, EADDRINUSE, NA_E_INVALID_STATE, "vps %s: %s %s is held by server %s of this node",
+                                 cl->m->id, field, a->text, id);
+                na_error_detail(cl->err, "field", json_string(field));
+                na_error_detail(cl->err, "address", json_string(a->text));
+                na_error_detail(cl->err, "owner", json_string(id));
+        }
+        vm_meta_clear(&other);
+        return r;
+}
+
 /* INVALID_STATE when a server other than m->id holds one of m's addresses. Lock held. */
 static int check_unclaimed_locked(struct vm_conn *c, const struct vm_meta *m, struct na_error *err)
 {
-        DIR *d = opendir(c->meta_dir);
-        if (!d)
-                return na_error_sys(err, errno, "vps %s: read %s", m->id, c->meta_dir);
-        int r = 0;
-        struct dirent *de;
-        while (r == 0 && (de = readdir(d))) {
-                size_t n = strlen(de->d_name);
-                if (n != PROTO_VPS_ID_LEN + 5 || !streq(de->d_name + PROTO_VPS_ID_LEN, ".json") ||
-                    strncmp(de->d_name, m->id, PROTO_VPS_ID_LEN) == 0)
-                        continue;
-                char id[PROTO_VPS_ID_LEN + 1];
-                memcpy(id, de->d_name, PROTO_VPS_ID_LEN);
-                id[PROTO_VPS_ID_LEN] = '\0';
-                struct vm_meta other;
-                struct na_error e = NA_ERROR_INIT;
-                int lr = vm_meta_load(c->meta_dir, id, &other, &e);
-                na_error_clear(&e);
-                if (lr < 0)
-                        continue; /* not a server's record (or unreadable: it holds nothing we can know) */
-                char field[64];
-                const struct proto_vps_addr *a =
-                        other.has_network ? proto_vps_network_overlap(&m->network, &other.network, field) : NULL;
-                if (a) {
-                        r = na_error_set(err, EADDRINUSE, NA_E_INVALID_STATE,
-                                         "vps %s: %s %s is held by server %s of this node", m->id, field, a->text,
-                                         id);
-                        na_error_detail(err, "field", json_string(field));
-                        na_error_detail(err, "address", json_string(a->text));
-                        na_error_detail(err, "owner", json_string(id));
-                }
-                vm_meta_clear(&other);
-        }
-        closedir(d);
+        struct claim cl = { m, c, err };
+        int r = vm_meta_foreach_id(c->meta_dir, check_one, &cl);
+        if (r < 0 && !na_error_is_set(err))
+                return na_error_sys(err, -r, "vps %s: read %s", m->id, c->meta_dir);
         return r;
 }
 

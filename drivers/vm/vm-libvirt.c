@@ -5,7 +5,6 @@
  */
 #include "drivers/vm/vm-libvirt-internal.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -264,30 +263,24 @@ bool vm_conn_sleep(struct vm_conn *c, unsigned ms)
         return open;
 }
 
+static int note_installing(const char *id, void *data)
+{
+        struct vm_conn *c = data;
+        struct vm_meta m;
+        struct na_error e = NA_ERROR_INIT;
+        if (vm_meta_load(c->meta_dir, id, &m, &e) == 0) {
+                if (m.installing)
+                        vm_mem_installing(c, id, true);
+                vm_meta_clear(&m);
+        }
+        na_error_clear(&e);
+        return 0;
+}
+
 /* Learn which installs were left unfinished (metadata written before a crash). */
 static void scan_installing(struct vm_conn *c)
 {
-        DIR *d = opendir(c->meta_dir);
-        if (!d)
-                return;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                size_t n = strlen(de->d_name);
-                if (n != PROTO_VPS_ID_LEN + 5 || !streq(de->d_name + PROTO_VPS_ID_LEN, ".json"))
-                        continue;
-                char id[PROTO_VPS_ID_LEN + 1];
-                memcpy(id, de->d_name, PROTO_VPS_ID_LEN);
-                id[PROTO_VPS_ID_LEN] = '\0';
-                struct vm_meta m;
-                struct na_error e = NA_ERROR_INIT;
-                if (vm_meta_load(c->meta_dir, id, &m, &e) == 0) {
-                        if (m.installing)
-                                vm_mem_installing(c, id, true);
-                        vm_meta_clear(&m);
-                }
-                na_error_clear(&e);
-        }
-        closedir(d);
+        vm_meta_foreach_id(c->meta_dir, note_installing, c);
 }
 
 static void conn_free(struct vm_conn *c)

@@ -7,6 +7,7 @@
  */
 #include "drivers/vm/vm-util.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -253,6 +254,26 @@ int vm_meta_load(const char *meta_dir, const char *id, struct vm_meta *m, struct
                 return na_error_set(err, EBADMSG, NA_E_INTERNAL, "vps %s: metadata %s: incomplete", id, path);
         }
         return 0;
+}
+
+int vm_meta_foreach_id(const char *meta_dir, int (*fn)(const char *id, void *data), void *data)
+{
+        DIR *d = opendir(meta_dir);
+        if (!d)
+                return -errno;
+        int r = 0;
+        struct dirent *de;
+        while (r == 0 && (de = readdir(d))) {
+                size_t n = strlen(de->d_name);
+                if (n != PROTO_VPS_ID_LEN + 5 || !streq(de->d_name + PROTO_VPS_ID_LEN, ".json"))
+                        continue;
+                char id[PROTO_VPS_ID_LEN + 1];
+                memcpy(id, de->d_name, PROTO_VPS_ID_LEN);
+                id[PROTO_VPS_ID_LEN] = '\0';
+                r = fn(id, data);
+        }
+        closedir(d);
+        return r;
 }
 
 int vm_meta_remove(const char *meta_dir, const char *id, struct na_error *err)

@@ -55,6 +55,8 @@ int vm_meta_load(const char *meta_dir, const char *id, struct vm_meta *m, struct
 int vm_meta_save(const char *meta_dir, const struct vm_meta *m, struct na_error *err);
 int vm_meta_remove(const char *meta_dir, const char *id, struct na_error *err);
 size_t vm_meta_ssh_key_count(const struct vm_meta *m);
+/* Every server id with metadata in meta_dir, to fn until it returns nonzero (returned); -errno of opendir. */
+int vm_meta_foreach_id(const char *meta_dir, int (*fn)(const char *id, void *data), void *data);
 int vm_meta_set_keys(struct vm_meta *m, char *const *keys, struct na_error *err);
 struct vm_create_spec;
 /* The server is already what this vps.create asks for: its name, hostname, plan,
