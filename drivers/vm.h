@@ -101,10 +101,11 @@ struct vm_netcfg {
 };
 
 /*
- * Called (from a job's thread) with a server's MAC address and network before it
- * first starts and whenever its network changes: the agent puts its anti-spoofing
- * guard in place there (firewall/fw-guard.c). A failure fails the job, before the
- * server starts. Must be thread-safe.
+ * Called (from a job's thread or the event thread) with a server's MAC address and
+ * network before it first starts, at every start (its tap exists then) and whenever
+ * its network changes: the agent puts its anti-spoofing guard in place there
+ * (firewall/fw-guard.c). A failure fails the job, before the server first starts.
+ * Must be thread-safe.
  */
 typedef int (*vm_network_fn)(void *userdata, const char *vps_id, const char *mac, const struct proto_vps_network *net,
                              struct na_error *err);

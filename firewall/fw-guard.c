@@ -9,8 +9,9 @@
  * frame the guest sends, first, in both network modes: nothing of the server's own
  * rules (forward hook) or of the node's can come before it. Since Linux 6.16 a netdev
  * base chain may name a device that does not exist yet and binds to it whenever it
- * appears, so the guard is set once (vps.create, vps.network.set) and holds across
- * the tap's destruction and re-creation at every stop and start.
+ * appears, so the guard set at vps.create and vps.network.set holds across the tap's
+ * destruction and re-creation at every stop and start; the agent sets it again at each
+ * start too, for older kernels (they refuse a missing device: -ENOENT).
  *
  *   table netdev nodeagent-guard {
  *     chain nav6f1c2a3b4c5d { type filter hook ingress device "nav6f1c2a3b4c5d" priority -500; policy drop;

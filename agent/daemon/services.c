@@ -85,7 +85,16 @@ static int vm_network_changed(void *userdata, const char *vps_id, const char *ma
                 addrs[n++] = net->ipv4[i].text;
         for (size_t i = 0; i < net->n_ipv6; i++)
                 addrs[n++] = net->ipv6[i].text;
-        return guard_set(userdata, vps_id, mac, addrs, n, err);
+        int r = guard_set(userdata, vps_id, mac, addrs, n, err);
+        if (r == -ENOENT || r == -ENODEV) {
+                /* A kernel before 6.16 binds no netdev chain to a device that does not exist
+                 * yet: the guard is set at the server's start, when its tap exists (the
+                 * driver calls again then), before the guest's kernel has booted. */
+                log_debug("vps %s: anti-spoofing guard waits for the tap: %s", vps_id, err->message);
+                na_error_clear(err);
+                r = 0;
+        }
+        return r;
 }
 
 /* Libvirt's event thread: a server changed state. */

@@ -168,7 +168,7 @@ int vm_lv_host_network(struct vm_conn *c, const struct vm_meta *m, const struct 
                        struct na_error *err);
 /* Tell the agent m's network (its guard): 0 when m has none or nobody listens. */
 int vm_lv_network_notify(struct vm_conn *c, const struct vm_meta *m, struct na_error *err);
-/* The same from id's metadata (a start, a started event); 0 for a server without one. */
+/* The guard and the same from id's metadata (a start, a started event); 0 for a server without one. */
 int vm_lv_host_network_of(struct vm_conn *c, const char *id, struct na_error *err);
 /* vps.delete: the proxy entries of its addresses (the routes go with the tap). */
 void vm_lv_host_network_remove(struct vm_conn *c, const struct vm_meta *m);

@@ -87,13 +87,16 @@ int vm_lv_network_notify(struct vm_conn *c, const struct vm_meta *m, struct na_e
 
 int vm_lv_host_network_of(struct vm_conn *c, const char *id, struct na_error *err)
 {
-        if (c->net.mode != VM_NET_ROUTED)
+        if (!c->on_network && c->net.mode != VM_NET_ROUTED)
                 return 0;
         _cleanup_(vm_meta_clear) struct vm_meta m = { 0 };
         int r = vm_meta_load(c->meta_dir, id, &m, err);
         if (r == -ENOENT)
                 return 0; /* not one of ours */
-        return r < 0 ? r : vm_lv_host_network(c, &m, NULL, err);
+        /* The guard again, now that the tap exists (a kernel before 6.16 drops it with the tap). */
+        if (r < 0 || (r = vm_lv_network_notify(c, &m, err)) < 0)
+                return r;
+        return vm_lv_host_network(c, &m, NULL, err);
 }
 
 void vm_lv_host_network_remove(struct vm_conn *c, const struct vm_meta *m)
