@@ -401,6 +401,37 @@ def network(s):
     check(tap not in guard, guard)
 
 
+def bridged_conf(s):
+    c = conf(s)
+    c["vm"].update({"network_mode": "bridged", "bridge": "br-test", "gateway4": "203.0.113.1"})
+    return c
+
+
+@needs("root", "netns")
+@with_setup(agent_conf=bridged_conf)
+def bridged(s):
+    """[vm] network_mode = bridged through the agent: the server is made with its
+    addresses (ipAddresses, the claim, the guard on its tap), and the agent changes
+    nothing on the host's routes or addresses (libvirt puts the tap in the bridge)."""
+    if os.geteuid() != 0 or os.environ.get("NA_TEST_NO_FIREWALL"):
+        raise Skip("needs root and a private network namespace")
+    tap = tap_of(VPS)
+    ip("tuntap", "add", "dev", tap, "mode", "tap")
+    ip("link", "set", tap, "up")
+    run = Run(s)
+    r, _ = run.job("vps.create", {"name": "br-1", "hostname": "br-1", "plan": PLAN,
+                                  "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+                                  "network": NET, "vmPassword": "Sup3r!secret"})
+    check(r["data"]["ipAddresses"] == ["203.0.113.10", "2001:db8:1::10"], r)
+    check("169.254.0.1" not in ip("addr", "show", "dev", tap), ip("addr", "show", "dev", tap))
+    check("203.0.113.10" not in ip("-4", "route") and "2001:db8:1::10" not in ip("-6", "route"), ip("route"))
+    guard = nft("list", "table", "netdev", "nodeagent-guard")
+    check(f'device "{tap}"' in guard and "0xcb00710a accept" in guard, guard)
+    r, _ = run.job("vps.network.set", {"network": {"ipv4": [{"address": "203.0.113.11", "prefix": 24}]}})
+    check(r["data"]["ipAddresses"] == ["203.0.113.11"], r)
+    run.job("vps.delete")
+
+
 UDP_ECHO = """
 import socket, sys
 s = socket.socket(socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
@@ -497,4 +528,4 @@ def routed_traffic(s):
 
 if __name__ == "__main__":
     sys.exit(run_cases({f.__name__: f for f in [lifecycle, events_and_metrics, firewall, server_rules, network,
-                                                        routed_traffic]}))
+                                                        routed_traffic, bridged]}))
