@@ -24,6 +24,9 @@
  *           .tmpl = { .id = "busybox", .image_slug = "1", .os = PROTO_VPS_OS_LINUX },
  *           .password = "Secret#123",
  *   };
+ *   // the addresses, as vps.create's "network" decodes them
+ *   proto_vps_network_decode(json_pack("{s:[{s:s, s:i}]}", "ipv4", "address", "192.0.2.10", "prefix", 24),
+ *                            "network", &spec.network, &err);
  *   struct proto_vps_server srv;
  *   vm->create(c, &spec, NULL, &srv, &err);      // disk, seed, define, start; converges
  *   enum proto_vps_state st;
@@ -78,6 +81,35 @@ struct vm_conn;
 /* Called from the driver's event thread on every lifecycle change; must be thread-safe. */
 typedef void (*vm_state_fn)(void *userdata, const char *vps_id, enum proto_vps_state state);
 
+/*
+ * How the node carries its servers' traffic ([vm] network_mode, AGENT-API 4.1):
+ * routed (the default) keeps each tap an L3 port of the node: the tap gets the
+ * fixed link-local next hop (VM_ROUTED_GW4, VM_ROUTED_GW6), each address of the
+ * server a host route to it, and the uplink (when set) a proxy ARP/NDP entry per
+ * address; bridged puts the tap in the bridge and gives the guest the operator's
+ * gateways. Either way the guest gets its addresses as a static network-config.
+ */
+enum vm_network_mode { VM_NET_ROUTED, VM_NET_BRIDGED };
+#define VM_ROUTED_GW4 "169.254.0.1"
+#define VM_ROUTED_GW6 "fe80::1"
+struct vm_netcfg {
+        enum vm_network_mode mode;
+        const char *bridge;   /* bridged: required */
+        const char *gateway4; /* bridged: NULL for none */
+        const char *gateway6;
+        const char *uplink;   /* routed: NULL for no neighbour answers (the upstream routes to the node) */
+};
+
+/*
+ * Called (from a job's thread or the event thread) with a server's MAC address and
+ * network before it first starts, at every start (its tap exists then) and whenever
+ * its network changes: the agent puts its anti-spoofing guard in place there
+ * (firewall/fw-guard.c). A failure fails the job, before the server first starts.
+ * Must be thread-safe.
+ */
+typedef int (*vm_network_fn)(void *userdata, const char *vps_id, const char *mac, const struct proto_vps_network *net,
+                             struct na_error *err);
+
 struct vm_options {
         const char *uri;               /* [vm] uri; default "qemu:///system" */
         const char *state_dir;         /* required: metadata in <state_dir>/vps/<id>.json */
@@ -95,6 +127,8 @@ struct vm_options {
         unsigned reconnect_interval_ms;   /* 0: default 5000 */
         vm_state_fn on_state;          /* NULL: no lifecycle events */
         void *userdata;
+        struct vm_netcfg network; /* zero: routed, no uplink */
+        vm_network_fn on_network;      /* NULL: no guard */
         bool connect_later;            /* open succeeds while the hypervisor cannot be reached; calls
                                         * fail with DRIVER_ERROR until the reconnect timer gets through */
 };
@@ -108,6 +142,7 @@ struct vm_create_spec {
         const char *password;       /* plain; only its SHA-512 crypt hash is kept; NULL: none */
         char *const *ssh_keys;      /* NULL-terminated; NULL: none */
         json_t *inputs;             /* borrowed; NULL: none */
+        struct proto_vps_network network; /* required: at least one address (4.1) */
         bool no_start;              /* define only (create still ends at stage booting) */
         const char *restore_backup_id; /* the disk from this backup of the server, not the template; NULL: none */
 };
@@ -193,6 +228,14 @@ struct vm_driver {
         /* vps.upgrade: storage only grows; *ret_restart_required when a change waits for a restart. */
         int (*upgrade)(struct vm_conn *conn, const char *vps_id, const struct proto_vps_plan *plan,
                        struct proto_vps_server *ret, bool *ret_restart_required, struct na_error *err);
+        /*
+         * vps.network.set: replace the server's addresses (refused with INVALID_STATE,
+         * details.field and details.owner, when another server of the node holds one);
+         * the node's routes and neighbour answers change at once, the seed is rewritten
+         * for the guest's next boot (*ret_restart_required: the server runs).
+         */
+        int (*network_set)(struct vm_conn *conn, const char *vps_id, const struct proto_vps_network *net,
+                           struct proto_vps_server *ret, bool *ret_restart_required, struct na_error *err);
         /* vps.delete: domain, disks, seed, snapshots, backups, metadata. Idempotent (unknown id: 0). */
         int (*remove)(struct vm_conn *conn, const char *vps_id, struct na_error *err);
 

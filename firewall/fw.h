@@ -108,6 +108,25 @@ struct fw_reconcile_stats {
 int fw_reconcile(struct fw *fw, const char *const *known_ids, struct fw_reconcile_stats *ret, struct na_error *err);
 
 /*
+ * The anti-spoofing guard of a server (fw-guard.c says how and why a netdev table):
+ * frames from its tap pass only with its MAC as source, IPv4 and ARP only from its
+ * IPv4 addresses (ARP probes from 0.0.0.0 too), IPv6 only from its IPv6 addresses,
+ * its EUI-64 link-local or ::, neighbour advertisements only of those addresses, no
+ * router advertisements or redirects; nothing else. Checked at the tap's ingress,
+ * before the server's firewall rules and the node's. In the table "<table>-guard"
+ * (netdev); applies before the tap exists and holds across its re-creations. addrs:
+ * n addresses in text (at most FW_GUARD_ADDRS_MAX); set replaces the server's guard
+ * in one batch; remove is idempotent.
+ */
+#define FW_GUARD_ADDRS_MAX 32
+int fw_guard_set(struct fw *fw, const char *vps_id, const char *mac, const char *const *addrs, size_t n,
+                 struct na_error *err);
+int fw_guard_remove(struct fw *fw, const char *vps_id, struct na_error *err);
+/* The batch fw_guard_set sends, as stable text (golden tests); table NULL: FW_DEFAULT_TABLE. */
+int fw_guard_render(const char *table, const char *vps_id, const char *mac, const char *const *addrs, size_t n,
+                    char **ret_text, struct na_error *err);
+
+/*
  * The batch fw_set would send for cfg on an empty shard table ("<table>-NN" of the
  * server), as stable text (one operation a line, expressions indented): for golden
  * tests. No kernel involved.

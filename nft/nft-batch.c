@@ -108,50 +108,50 @@ static int reserve(char **buf, size_t *cap, size_t used, struct na_error *err)
         return 0;
 }
 
-static void op_message(const struct nft_op *op, char *at, uint32_t seq, uint16_t ack)
+static void op_message(const struct nft_op *op, uint16_t family, char *at, uint32_t seq, uint16_t ack)
 {
         struct nlmsghdr *nlh;
         switch (op->kind) {
         case NFT_OP_TABLE_ADD:
-                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWTABLE, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWTABLE, family, (uint16_t)(NLM_F_CREATE | ack), seq);
                 nftnl_table_nlmsg_build_payload(nlh, op->obj);
                 break;
         case NFT_OP_CHAIN_ADD:
-                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWCHAIN, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWCHAIN, family, (uint16_t)(NLM_F_CREATE | ack), seq);
                 nftnl_chain_nlmsg_build_payload(nlh, op->obj);
                 break;
         case NFT_OP_CHAIN_DEL:
-                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELCHAIN, NFPROTO_INET, ack, seq);
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELCHAIN, family, ack, seq);
                 nftnl_chain_nlmsg_build_payload(nlh, op->obj);
                 break;
         case NFT_OP_CHAIN_FLUSH:
-                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELRULE, NFPROTO_INET, ack, seq);
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELRULE, family, ack, seq);
                 nftnl_rule_nlmsg_build_payload(nlh, op->obj);
                 break;
         case NFT_OP_SET_ADD:
-                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWSET, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWSET, family, (uint16_t)(NLM_F_CREATE | ack), seq);
                 nftnl_set_nlmsg_build_payload(nlh, op->obj);
                 break;
         case NFT_OP_ELEM_ADD:
-                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWSETELEM, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | ack), seq);
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWSETELEM, family, (uint16_t)(NLM_F_CREATE | ack), seq);
                 nftnl_set_elems_nlmsg_build_payload(nlh, op->obj);
                 break;
         case NFT_OP_ELEM_DEL:
-                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELSETELEM, NFPROTO_INET, ack, seq);
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELSETELEM, family, ack, seq);
                 nftnl_set_elems_nlmsg_build_payload(nlh, op->obj);
                 break;
         case NFT_OP_TABLE_DEL:
-                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELTABLE, NFPROTO_INET, ack, seq);
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELTABLE, family, ack, seq);
                 nftnl_table_nlmsg_build_payload(nlh, op->obj);
                 break;
         case NFT_OP_SET_DEL:
-                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELSET, NFPROTO_INET, ack, seq);
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_DELSET, family, ack, seq);
                 nftnl_set_nlmsg_build_payload(nlh, op->obj);
                 break;
         case NFT_OP_RAW: /* copied by the caller */
         case NFT_OP_RULE_ADD:
         default:
-                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWRULE, NFPROTO_INET, (uint16_t)(NLM_F_CREATE | NLM_F_APPEND | ack),
+                nlh = nftnl_nlmsg_build_hdr(at, NFT_MSG_NEWRULE, family, (uint16_t)(NLM_F_CREATE | NLM_F_APPEND | ack),
                                             seq);
                 nftnl_rule_nlmsg_build_payload(nlh, op->obj);
                 break;
@@ -203,7 +203,7 @@ static int encode_ops(const struct nft_batch *b, size_t from, size_t to, uint32_
                         continue;
                 }
                 /* the last operation asks for an ack: the positive answer that the batch was committed */
-                op_message(op, *buf + *len, (*seq)++, last ? NLM_F_ACK : 0);
+                op_message(op, b->family ? b->family : NFPROTO_INET, *buf + *len, (*seq)++, last ? NLM_F_ACK : 0);
                 struct nlmsghdr *nlh = (struct nlmsghdr *)(void *)(*buf + *len);
                 NA_ANALYZER_FP("-Wanalyzer-null-dereference") /* reserve() made *buf hold the message: it is never NULL here */
                 if (nlh->nlmsg_len > MSG_HEADROOM)

@@ -37,8 +37,13 @@ static void hex(FILE *f, const void *data, uint32_t len)
                 fprintf(f, "%02x", p[i]);
 }
 
+/* The family the batch being rendered works in ("inet" or "netdev"); set by nft_batch_render. */
+static _Thread_local const char *render_family = "inet";
+
 static const char *hook_name(uint32_t h)
 {
+        if (streq(render_family, "netdev"))
+                return h == NF_NETDEV_INGRESS ? "ingress" : "?";
         static const char *const names[] = { [NF_INET_PRE_ROUTING] = "prerouting", [NF_INET_LOCAL_IN] = "input",
                                              [NF_INET_FORWARD] = "forward", [NF_INET_LOCAL_OUT] = "output",
                                              [NF_INET_POST_ROUTING] = "postrouting" };
@@ -52,6 +57,8 @@ static const char *meta_key(uint32_t k)
                 return "nfproto";
         case NFT_META_L4PROTO:
                 return "l4proto";
+        case NFT_META_PROTOCOL:
+                return "protocol";
         case NFT_META_IIFNAME:
                 return "iifname";
         case NFT_META_OIFNAME:
@@ -187,7 +194,7 @@ static void render_udata(FILE *f, const uint8_t *u, uint32_t len, nft_udata_rend
 
 static void render_rule(FILE *f, const char *verb, struct nftnl_rule *r, nft_udata_render_fn hook)
 {
-        fprintf(f, "%s inet %s %s\n", verb, nftnl_rule_get_str(r, NFTNL_RULE_TABLE), nftnl_rule_get_str(r, NFTNL_RULE_CHAIN));
+        fprintf(f, "%s %s %s %s\n", verb, render_family, nftnl_rule_get_str(r, NFTNL_RULE_TABLE), nftnl_rule_get_str(r, NFTNL_RULE_CHAIN));
         struct nftnl_expr_iter *it = nftnl_expr_iter_create(r);
         for (struct nftnl_expr *e = it ? nftnl_expr_iter_next(it) : NULL; e; e = nftnl_expr_iter_next(it))
                 render_expr(f, e);
@@ -201,12 +208,14 @@ static void render_rule(FILE *f, const char *verb, struct nftnl_rule *r, nft_uda
 
 static void render_chain(FILE *f, const char *verb, struct nftnl_chain *c)
 {
-        fprintf(f, "%s inet %s %s", verb, nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE), nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
+        fprintf(f, "%s %s %s %s", verb, render_family, nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE), nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
         if (nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM))
                 fprintf(f, " { type %s hook %s priority %d policy %s }", nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE),
                         hook_name(nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM)),
                         nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO),
                         verdict_name((int32_t)nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY)));
+        if (nftnl_chain_is_set(c, NFTNL_CHAIN_DEV))
+                fprintf(f, " device %s", nftnl_chain_get_str(c, NFTNL_CHAIN_DEV));
         uint32_t ulen = 0;
         const uint8_t *u = nftnl_chain_get_data(c, NFTNL_CHAIN_USERDATA, &ulen);
         if (u && ulen > 2 && u[0] == 0 && u[1] + 2u <= ulen && u[1] > 0)
@@ -216,7 +225,7 @@ static void render_chain(FILE *f, const char *verb, struct nftnl_chain *c)
 
 static void render_elems(FILE *f, const char *verb, struct nftnl_set *s)
 {
-        fprintf(f, "%s element inet %s %s", verb, nftnl_set_get_str(s, NFTNL_SET_TABLE), nftnl_set_get_str(s, NFTNL_SET_NAME));
+        fprintf(f, "%s element %s %s %s", verb, render_family, nftnl_set_get_str(s, NFTNL_SET_TABLE), nftnl_set_get_str(s, NFTNL_SET_NAME));
         if (nftnl_set_is_set(s, NFTNL_SET_ID))
                 fprintf(f, " id %u", nftnl_set_get_u32(s, NFTNL_SET_ID));
         fputs(" {", f);
@@ -241,7 +250,7 @@ static void render_elems(FILE *f, const char *verb, struct nftnl_set *s)
 
 static void render_set(FILE *f, struct nftnl_set *s)
 {
-        fprintf(f, "add set inet %s %s id %u { flags 0x%x key type %u len %u", nftnl_set_get_str(s, NFTNL_SET_TABLE),
+        fprintf(f, "add set %s %s %s id %u { flags 0x%x key type %u len %u", render_family, nftnl_set_get_str(s, NFTNL_SET_TABLE),
                 nftnl_set_get_str(s, NFTNL_SET_NAME), nftnl_set_get_u32(s, NFTNL_SET_ID),
                 nftnl_set_get_u32(s, NFTNL_SET_FLAGS), nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
                 nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN));
@@ -259,13 +268,14 @@ int nft_batch_render(const struct nft_batch *b, nft_udata_render_fn udata, char 
         FILE *f = open_memstream(&text, &len);
         if (!f)
                 return na_error_sys(err, errno, "firewall: render batch");
+        render_family = b->family == NFPROTO_NETDEV ? "netdev" : "inet";
         for (size_t i = 0; i < b->n; i++) {
                 const struct nft_op *op = &b->ops[i];
                 switch (op->kind) {
                 case NFT_OP_TABLE_ADD: {
                         uint32_t ulen = 0;
                         const uint8_t *u = nftnl_table_get_data(op->obj, NFTNL_TABLE_USERDATA, &ulen);
-                        fprintf(f, "add table inet %s", nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
+                        fprintf(f, "add table %s %s", render_family, nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
                         if (u && ulen > 2 && u[0] == 0 && u[1] + 2u <= ulen && u[1] > 0)
                                 fprintf(f, " comment \"%.*s\"", (int)u[1] - 1, (const char *)(u + 2));
                         fputc('\n', f);
@@ -278,7 +288,7 @@ int nft_batch_render(const struct nft_batch *b, nft_udata_render_fn udata, char 
                         render_chain(f, "delete chain", op->obj);
                         break;
                 case NFT_OP_CHAIN_FLUSH:
-                        fprintf(f, "flush chain inet %s %s\n", nftnl_rule_get_str(op->obj, NFTNL_RULE_TABLE),
+                        fprintf(f, "flush chain %s %s %s\n", render_family, nftnl_rule_get_str(op->obj, NFTNL_RULE_TABLE),
                                 nftnl_rule_get_str(op->obj, NFTNL_RULE_CHAIN));
                         break;
                 case NFT_OP_SET_ADD:
@@ -294,13 +304,13 @@ int nft_batch_render(const struct nft_batch *b, nft_udata_render_fn udata, char 
                         render_rule(f, "add rule", op->obj, udata);
                         break;
                 case NFT_OP_TABLE_DEL:
-                        fprintf(f, "delete table inet %s\n", nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
+                        fprintf(f, "delete table %s %s\n", render_family, nftnl_table_get_str(op->obj, NFTNL_TABLE_NAME));
                         break;
                 case NFT_OP_RAW:
                         fprintf(f, "%u messages encoded earlier: %s\n", ((const struct nft_raw *)op->obj)->n, op->what);
                         break;
                 case NFT_OP_SET_DEL:
-                        fprintf(f, "delete set inet %s %s\n", nftnl_set_get_str(op->obj, NFTNL_SET_TABLE),
+                        fprintf(f, "delete set %s %s %s\n", render_family, nftnl_set_get_str(op->obj, NFTNL_SET_TABLE),
                                 nftnl_set_get_str(op->obj, NFTNL_SET_NAME));
                         break;
                 }

@@ -16,7 +16,8 @@
  *      if (rb.oom) { nftnl_rule_free(rb.r); rb.r = NULL; }
  *      nft_batch_add(b, NFT_OP_RULE_ADD, rb.r, err, "...");   (NULL obj: out of memory)
  *
- * Every object is of family inet; registers are NFT_REG_1 unless a helper says.
+ * Every object is of family inet unless the batch says otherwise (nft_batch.family: the
+ * netdev guard of firewall/fw-guard.c); registers are NFT_REG_1 unless a helper says.
  */
 #pragma once
 
@@ -101,6 +102,7 @@ struct nft_batch {
         size_t n, cap;
         uint32_t next_set_id;
         char table[NFT_TABLE_NAME_MAX];
+        uint16_t family; /* of every operation; 0: NFPROTO_INET (set it after nft_batch_init) */
 };
 
 void nft_batch_init(struct nft_batch *b, const char *table);

@@ -283,6 +283,11 @@ int proto_vps_create_decode(json_t *params, struct proto_vps_create **ret, struc
                 p->ssh_keys = NULL;
         }
         ok &= proto_vps_inputs_field(params, "inputs", 0, &p->inputs, err) >= 0;
+        json_t *net = NULL;
+        if (proto_object(params, NULL, "network", PROTO_REQUIRED, &net, err) == PROTO_PRESENT)
+                ok &= proto_vps_network_decode(net, "network", &p->network, err) == 0;
+        else
+                ok = false;
         if (params && json_object_get(params, "restoreBackupId") &&
             !json_is_null(json_object_get(params, "restoreBackupId")))
                 ok &= proto_backup_id_field(params, "restoreBackupId", p->restore_backup_id, err);

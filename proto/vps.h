@@ -47,7 +47,11 @@ extern const char *const proto_vps_os_names[]; /* "linux", "windows", NULL */
 #define PROTO_VPS_EXEC_TIMEOUT_MAX 3600
 #define PROTO_VPS_GRACE_DEFAULT 60
 #define PROTO_VPS_GRACE_MAX 3600
-#define PROTO_VPS_IPS_MAX 8
+#define PROTO_VPS_NET_V4_MAX 16       /* network.ipv4 items */
+#define PROTO_VPS_NET_V6_MAX 16       /* network.ipv6 items */
+#define PROTO_VPS_NET_DNS_MAX 3       /* network.dns items (glibc reads three nameservers) */
+#define PROTO_VPS_IPS_MAX (PROTO_VPS_NET_V4_MAX + PROTO_VPS_NET_V6_MAX)
+#define PROTO_VPS_ADDR_TEXT 46        /* INET6_ADDRSTRLEN */
 
 /*
  * A plan. cpu_threads is threads per core: the guest sees cores * threads vCPUs
@@ -70,6 +74,35 @@ struct proto_vps_template_ref {
         enum proto_vps_os os;
 };
 
+/*
+ * A server's network (4.1, "The server's network"): its addresses with their
+ * prefixes and its resolvers, each address in canonical text (inet_ntop's), unicast,
+ * once. At least one address, v4 or v6.
+ */
+struct proto_vps_addr {
+        int family;                    /* AF_INET or AF_INET6 */
+        unsigned char bytes[16];       /* network order; 4 used for AF_INET */
+        int prefix;                    /* v4 8..32, v6 16..128 */
+        char text[PROTO_VPS_ADDR_TEXT];
+};
+struct proto_vps_network {
+        struct proto_vps_addr ipv4[PROTO_VPS_NET_V4_MAX];
+        size_t n_ipv4;
+        struct proto_vps_addr ipv6[PROTO_VPS_NET_V6_MAX];
+        size_t n_ipv6;
+        struct proto_vps_addr dns[PROTO_VPS_NET_DNS_MAX]; /* prefix unused (0) */
+        size_t n_dns;
+};
+/* obj is the network object, its fields named under prefix ("network"). */
+int proto_vps_network_decode(json_t *obj, const char *prefix, struct proto_vps_network *out, struct na_error *err);
+/* The same object back ({ipv4: [{address, prefix}], ipv6: [...], dns: [...]}); NULL on ENOMEM. */
+json_t *proto_vps_network_encode(const struct proto_vps_network *n);
+/* Two networks hold the same addresses, prefixes and resolvers in the same order. */
+bool proto_vps_network_equal(const struct proto_vps_network *a, const struct proto_vps_network *b);
+/* The first address of n that b holds too (v4 then v6); NULL when they share none. */
+const struct proto_vps_addr *proto_vps_network_overlap(const struct proto_vps_network *n,
+                                                       const struct proto_vps_network *b, char ret_field[64]);
+
 /* A field of reinstall: omitted keeps the current value, null clears it. */
 enum proto_vps_op { PROTO_VPS_KEEP, PROTO_VPS_CLEAR, PROTO_VPS_SET };
 
@@ -87,6 +120,7 @@ struct proto_vps_create {
         /* restoreBackupId: build the disk from this backup of the server (moved from
          * another node, AGENT-API 4.1) instead of the template; "" when absent. */
         char restore_backup_id[PROTO_VPS_OBJECT_ID_MAX + 1];
+        struct proto_vps_network network;
 };
 int proto_vps_create_decode(json_t *params, struct proto_vps_create **ret, struct na_error *err);
 void proto_vps_create_free(struct proto_vps_create *p);
@@ -117,6 +151,13 @@ struct proto_vps_upgrade {
 };
 int proto_vps_upgrade_decode(json_t *params, struct proto_vps_upgrade **ret, struct na_error *err);
 void proto_vps_upgrade_free(struct proto_vps_upgrade *p);
+
+/* vps.network.set: {network}, the server's whole new set. */
+struct proto_vps_network_set {
+        struct proto_vps_network network;
+};
+int proto_vps_network_set_decode(json_t *params, struct proto_vps_network_set **ret, struct na_error *err);
+void proto_vps_network_set_free(struct proto_vps_network_set *p);
 
 struct proto_vps_snapshot_create {
         char snapshot_id[PROTO_VPS_OBJECT_ID_MAX + 1];
@@ -223,7 +264,7 @@ struct proto_vps_server {
         char image_slug[PROTO_VPS_TEMPLATE_ID_MAX * 4 + 1];
         enum proto_vps_os os;
         char mac[18];
-        char ip_addresses[PROTO_VPS_IPS_MAX][46];
+        char ip_addresses[PROTO_VPS_IPS_MAX][PROTO_VPS_ADDR_TEXT];
         size_t n_ip_addresses;
         int64_t created_at_ms;
 };

@@ -83,6 +83,10 @@ def run_job(s, title, kind, params=None, target=None, timeout=60):
 
 
 VPS = str(uuid.uuid4())
+# Documentation addresses (RFC 5737, RFC 3849): the central API assigns the real ones.
+NET = {"ipv4": [{"address": "203.0.113.10", "prefix": 24}], "ipv6": [{"address": "2001:db8:1::10", "prefix": 64}],
+       "dns": ["192.0.2.53"]}
+NET_CONSOLE = {"ipv4": [{"address": "203.0.113.11", "prefix": 24}]}
 
 
 APP = str(uuid.uuid4())
@@ -251,7 +255,7 @@ def server_console_part():
     ok = False
     try:
         r = run_job(s, "Create console-1 from the busybox guest", "vps.create",
-                    {"name": "console-1", "hostname": "console-1", "template": vmreal.TEMPLATE,
+                    {"name": "console-1", "hostname": "console-1", "template": vmreal.TEMPLATE, "network": NET_CONSOLE,
                      "plan": {"cpuCores": 1, "cpuThreads": 1, "ramMB": 256, "storageMB": 256,
                               "networkSpeedLimitMbps": 0, "bandwidthLimitGb": 1000, "maxSnapshots": 1},
                      "vmPassword": "Sup3r!secret"}, target=vps, timeout=180)
@@ -329,7 +333,7 @@ def main():
         print(f"\n{BOLD}A server on libvirt's test hypervisor{RESET} {DIM}(vps {VPS}){RESET}")
         run_job(s, "Create web-1 from Debian 12", "vps.create",
                 {"name": "web-1", "hostname": "web-1", "plan": plan,
-                 "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+                 "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"}, "network": NET,
                  "vmPassword": "Demo!passw0rd"}, target=vps)
         run_job(s, "Stop it (ACPI, then forced after graceSec)", "vps.power", {"action": "stop", "graceSec": 5},
                 target=vps)

@@ -19,7 +19,8 @@
 enum key_type { K_STRING, K_PATH, K_UUID, K_BOOL, K_UINT, K_LOGLEVEL, K_URL, K_PIN, K_LISTEN, K_DOMAIN, K_BACKOFF,
                 K_LISTEN_ANY /* ADDRESS:PORT on any address; empty: off */,
                 K_STRING_OR_EMPTY /* any text; empty: off */, K_CIDR4, K_ADDR, K_PORTS,
-                K_SANDBOX /* strict, denylist or off */, K_STARTUPS /* START:RATE:FULL (sftp/sftp-admit.h) */ };
+                K_SANDBOX /* strict, denylist or off */, K_STARTUPS /* START:RATE:FULL (sftp/sftp-admit.h) */,
+                K_NETMODE /* routed or bridged */, K_IFNAME /* a network interface's name */, K_ADDR4, K_ADDR6 };
 
 struct key_def {
         const char *section;
@@ -63,6 +64,11 @@ static const struct key_def keys[] = {
         { "vm", "domain_type", K_DOMAIN, OFF(vm_domain_type), false, "kvm", 0, 0 },
         { "vm", "restart_stagger_sec", K_UINT, OFF(vm_restart_stagger_sec), false, "5", 0, 3600 },
         { "vm", "guest_agent_timeout_sec", K_UINT, OFF(vm_guest_agent_timeout_sec), false, "10", 1, 600 },
+        { "vm", "network_mode", K_NETMODE, OFF(vm_network_mode), false, "routed", 0, 0 },
+        { "vm", "bridge", K_IFNAME, OFF(vm_bridge), false, NULL, 0, 0 },
+        { "vm", "gateway4", K_ADDR4, OFF(vm_gateway4), false, NULL, 0, 0 },
+        { "vm", "gateway6", K_ADDR6, OFF(vm_gateway6), false, NULL, 0, 0 },
+        { "vm", "uplink", K_IFNAME, OFF(vm_uplink), false, NULL, 0, 0 },
 
         { "apps", "enabled", K_BOOL, OFF(apps_enabled), false, "true", 0, 0 },
         { "apps", "runtime", K_PATH, OFF(apps_runtime), false, NULL, 0, 0 },
@@ -370,6 +376,31 @@ static const char *set_value(struct agent_config *cfg, const struct key_def *def
                 if (!streq(value, "strict") && !streq(value, "denylist") && !streq(value, "off"))
                         return "must be strict (allow-list), denylist or off";
                 break;
+        case K_NETMODE:
+                if (!streq(value, "routed") && !streq(value, "bridged"))
+                        return "must be routed (addresses routed to each tap) or bridged (taps in [vm] bridge)";
+                break;
+        case K_IFNAME: {
+                size_t n = strlen(value);
+                bool ok = n >= 1 && n < 16 && !streq(value, ".") && !streq(value, "..");
+                for (const char *p = value; *p; p++)
+                        ok &= *p > ' ' && *p < 0x7f && *p != '/' && *p != ':';
+                if (!ok)
+                        return "must be a network interface name (1..15 characters, no '/', ':' or spaces)";
+                break;
+        }
+        case K_ADDR4: {
+                struct in_addr a4;
+                if (inet_pton(AF_INET, value, &a4) != 1)
+                        return "must be an IPv4 address";
+                break;
+        }
+        case K_ADDR6: {
+                struct in6_addr a6;
+                if (inet_pton(AF_INET6, value, &a6) != 1)
+                        return "must be an IPv6 address";
+                break;
+        }
         case K_DOMAIN:
                 if (!streq(value, "kvm") && !streq(value, "qemu"))
                         return "must be kvm (hardware virtualization) or qemu (TCG emulation)";
@@ -624,6 +655,10 @@ int config_parse(const char *path, const char *data, size_t len, FILE *report, u
         if (!!cfg->client_cert != !!cfg->client_key)
                 PROBLEM(seen_line[cfg->client_cert ? cc : ck], cfg->client_cert ? "client_cert" : "client_key",
                         "client_cert and client_key go together");
+        /* The keys of the other mode are ignored (a sample file may set them all); bridged needs its bridge. */
+        if (cfg->vm_network_mode && streq(cfg->vm_network_mode, "bridged") && !cfg->vm_bridge)
+                PROBLEM(seen_line[(size_t)(key_find("vm", "network_mode") - keys)], "bridge",
+                        "is required with network_mode = bridged");
         if (cfg->fw_table) {
                 size_t tt = (size_t)(key_find("firewall", "table") - keys);
                 bool ok = strlen(cfg->fw_table) <= 32;

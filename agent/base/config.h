@@ -48,6 +48,11 @@ struct agent_config {
         char *vm_domain_type;
         int64_t vm_restart_stagger_sec;
         int64_t vm_guest_agent_timeout_sec;
+        char *vm_network_mode;       /* "routed" or "bridged" */
+        char *vm_bridge;             /* bridged: the bridge the taps join */
+        char *vm_gateway4;           /* bridged: the servers' IPv4 gateway; NULL: none */
+        char *vm_gateway6;           /* bridged: the servers' IPv6 gateway; NULL: none */
+        char *vm_uplink;             /* routed: where the node answers ARP/NDP for the servers; NULL: nowhere */
 
         /* [apps] */
         bool apps_enabled;           /* on when a runtime is found too */

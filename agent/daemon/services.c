@@ -63,6 +63,39 @@ static void vps_removed(const struct agent_services *s, const char *vps_id)
         if (s->fw && fw_remove(s->fw, vps_id, &err) < 0)
                 log_warn("vps %s: firewall chains left behind: %s", vps_id, err.message);
         na_error_clear(&err);
+        if (s->fw && fw_guard_remove(s->fw, vps_id, &err) < 0)
+                log_warn("vps %s: anti-spoofing chains left behind: %s", vps_id, err.message);
+        na_error_clear(&err);
+}
+
+/* The guard of a server's addresses (firewall/fw-guard.c): before it starts, when they change. */
+static int guard_set(const struct agent_services *s, const char *vps_id, const char *mac, const char *const *addrs,
+                     size_t n, struct na_error *err)
+{
+        if (!s->fw)
+                return 0; /* [firewall] enabled = false: no guard either (docs/firewall.md) */
+        return fw_guard_set(s->fw, vps_id, mac, addrs, n, err);
+}
+
+static int vm_network_changed(void *userdata, const char *vps_id, const char *mac, const struct proto_vps_network *net,
+                              struct na_error *err)
+{
+        const char *addrs[PROTO_VPS_IPS_MAX];
+        size_t n = 0;
+        for (size_t i = 0; i < net->n_ipv4; i++)
+                addrs[n++] = net->ipv4[i].text;
+        for (size_t i = 0; i < net->n_ipv6; i++)
+                addrs[n++] = net->ipv6[i].text;
+        int r = guard_set(userdata, vps_id, mac, addrs, n, err);
+        if (r == -ENOENT || r == -ENODEV) {
+                /* A kernel before 6.16 binds no netdev chain to a device that does not exist
+                 * yet: the guard is set at the server's start, when its tap exists (the
+                 * driver calls again then), before the guest's kernel has booted. */
+                log_debug("vps %s: anti-spoofing guard waits for the tap: %s", vps_id, err->message);
+                na_error_clear(err);
+                r = 0;
+        }
+        return r;
 }
 
 /* Libvirt's event thread: a server changed state. */
@@ -118,7 +151,16 @@ static int open_vm(struct agent_services *s, struct na_error *err)
                 .start_stagger_ms = (unsigned)cfg->vm_restart_stagger_sec * 1000,
                 .guest_agent_timeout_sec = (unsigned)cfg->vm_guest_agent_timeout_sec,
                 .on_state = vm_state_changed,
+                .on_network = vm_network_changed,
                 .userdata = s,
+                .network = {
+                        .mode = cfg->vm_network_mode && streq(cfg->vm_network_mode, "bridged") ? VM_NET_BRIDGED
+                                                                                               : VM_NET_ROUTED,
+                        .bridge = cfg->vm_bridge,
+                        .gateway4 = cfg->vm_gateway4,
+                        .gateway6 = cfg->vm_gateway6,
+                        .uplink = cfg->vm_uplink,
+                },
                 /* libvirtd down at start must not keep the agent (and node.status,
                  * firewall, metrics) down: server jobs fail with DRIVER_ERROR until
                  * the driver's reconnect timer gets through. */
@@ -419,9 +461,15 @@ void services_start(struct agent_services *s)
                 if (!id)
                         continue;
                 servers++;
-                if (s->vm->get_server(s->vm_conn, id, &srv, &err) == 0)
+                if (s->vm->get_server(s->vm_conn, id, &srv, &err) == 0) {
                         track(s, id, (int)(srv.plan.cpu_cores * srv.plan.cpu_threads), srv.plan.ram_mb);
-                else
+                        /* The guard again (a node reboot emptied the kernel's tables). */
+                        const char *addrs[PROTO_VPS_IPS_MAX];
+                        for (size_t k = 0; k < srv.n_ip_addresses; k++)
+                                addrs[k] = srv.ip_addresses[k];
+                        if (srv.n_ip_addresses && guard_set(s, id, srv.mac, addrs, srv.n_ip_addresses, &err) < 0)
+                                log_error("vps %s: anti-spoofing guard: %s", id, err.message);
+                } else
                         track(s, id, 0, 0);
                 na_error_clear(&err);
         }

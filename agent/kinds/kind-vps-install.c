@@ -1,5 +1,5 @@
 /*
- * vps.create and vps.reinstall: params decoded by proto/vps*.c, the reinstall rules
+ * vps.create, vps.reinstall and vps.network.set: params decoded by proto/vps*.c, the reinstall rules
  * of reference 4.4 applied against what the server has now, the work done by the
  * VM driver with its stages reported into the job.
  */
@@ -42,6 +42,7 @@ static int create_run(struct job_ctx *ctx, void *params, json_t **ret, struct na
                 .ssh_keys = p->ssh_keys,
                 .inputs = p->inputs,
                 .restore_backup_id = p->restore_backup_id[0] ? p->restore_backup_id : NULL,
+                .network = p->network,
         };
         struct proto_vps_server srv;
         if ((r = j.vm->create(j.conn, &spec, &j.progress, &srv, err)) < 0)
@@ -119,3 +120,33 @@ static int reinstall_run(struct job_ctx *ctx, void *params, json_t **ret, struct
 
 JOB_KIND(vps_reinstall_kind, "vps.reinstall", .target = PROTO_TARGET_VPS, .changes = true, .stages = reinstall_stages,
          .decode = reinstall_decode, .free_params = reinstall_free, .run = reinstall_run);
+
+/* ---- vps.network.set ---- */
+
+static int network_set_decode(json_t *params, void **ret, struct na_error *err)
+{
+        return proto_vps_network_set_decode(params, (struct proto_vps_network_set **)ret, err);
+}
+
+static void network_set_free(void *p)
+{
+        proto_vps_network_set_free(p);
+}
+
+static int network_set_run(struct job_ctx *ctx, void *params, json_t **ret, struct na_error *err)
+{
+        const struct proto_vps_network_set *p = params;
+        struct vps_job j;
+        int r = vps_job_begin(ctx, &j, err);
+        if (r < 0)
+                return r;
+        struct proto_vps_server srv;
+        bool restart = false;
+        if ((r = j.vm->network_set(j.conn, j.id, &p->network, &srv, &restart, err)) < 0)
+                return r;
+        /* The node's side changed at once; the guest reads its new seed at its next boot. */
+        return vps_server_answer(&j, &srv, restart, ret, err);
+}
+
+JOB_KIND(vps_network_set_kind, "vps.network.set", .target = PROTO_TARGET_VPS, .changes = true,
+         .decode = network_set_decode, .free_params = network_set_free, .run = network_set_run);

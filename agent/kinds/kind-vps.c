@@ -26,6 +26,18 @@ int vps_job_begin(struct job_ctx *ctx, struct vps_job *j, struct na_error *err)
         return job_checkpoint(ctx, err);
 }
 
+int vps_server_answer(const struct vps_job *j, const struct proto_vps_server *srv, bool restart_required, json_t **ret,
+                      struct na_error *err)
+{
+        json_t *data = proto_vps_server_encode(srv);
+        if (!data || json_object_set_new(data, "restartRequired", json_boolean(restart_required)) < 0) {
+                json_decref(data);
+                return na_error_sys(err, ENOMEM, "vps %s: result", j->id);
+        }
+        *ret = data;
+        return 0;
+}
+
 /* ---- vps.power ---- */
 
 static int power_decode(json_t *params, void **ret, struct na_error *err)
@@ -135,12 +147,7 @@ static int upgrade_run(struct job_ctx *ctx, void *params, json_t **ret, struct n
         const struct agent_services *s = job_services(ctx);
         if (s->vps_added)
                 s->vps_added(s, j.id, (int)(srv.plan.cpu_cores * srv.plan.cpu_threads), srv.plan.ram_mb);
-        json_t *data = proto_vps_server_encode(&srv);
-        if (!data)
-                return na_error_sys(err, ENOMEM, "vps %s: upgrade result", j.id);
-        json_object_set_new(data, "restartRequired", json_boolean(restart));
-        *ret = data;
-        return 0;
+        return vps_server_answer(&j, &srv, restart, ret, err);
 }
 
 static JOB_KIND(vps_upgrade_kind, "vps.upgrade", .target = PROTO_TARGET_VPS, .changes = true, .decode = upgrade_decode,
@@ -171,6 +178,7 @@ job_kind_list vps_job_kinds = {
         &vps_status_kind,
         &vps_exec_kind,
         &vps_reinstall_kind,
+        &vps_network_set_kind,
         &vps_upgrade_kind,
         &vps_delete_kind,
         &vps_snapshot_create_kind,

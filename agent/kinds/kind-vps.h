@@ -20,8 +20,11 @@ struct vps_job {
         struct na_progress progress; /* stages and safe points into the job layer */
 };
 int vps_job_begin(struct job_ctx *ctx, struct vps_job *j, struct na_error *err);
+/* The Server with restartRequired (vps.upgrade, vps.network.set) into *ret. */
+int vps_server_answer(const struct vps_job *j, const struct proto_vps_server *srv, bool restart_required, json_t **ret,
+                      struct na_error *err);
 
-extern const struct job_kind vps_create_kind, vps_reinstall_kind;
+extern const struct job_kind vps_create_kind, vps_reinstall_kind, vps_network_set_kind;
 extern const struct job_kind vps_snapshot_create_kind, vps_snapshot_list_kind, vps_snapshot_revert_kind,
         vps_snapshot_delete_kind;
 extern const struct job_kind vps_backup_create_kind, vps_backup_list_kind, vps_backup_restore_kind,

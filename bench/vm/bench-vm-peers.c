@@ -58,7 +58,7 @@ static double xorriso_seed(const struct vm_meta *m, const char *dir, const char 
 {
         struct na_error e = NA_ERROR_INIT;
         _cleanup_free_ char *md = NULL, *ud = NULL, *nc = NULL;
-        if (vm_seed_documents(m, "52:54:00:00:00:01", &md, &ud, &nc, &e) < 0)
+        if (vm_seed_documents(m, "52:54:00:00:00:01", NULL, &md, &ud, &nc, &e) < 0)
                 fail("seed documents", &e);
         uint64_t t0 = na_now_mono_us();
         char p[3][512];
@@ -98,7 +98,7 @@ void bench_create_peers(const char *uri, const char *dir, const char *template_r
 
         for (unsigned i = 0; i < reps; i++) {
                 uint64_t t0 = na_now_mono_us();
-                if (vm_seed_write(&m, "52:54:00:00:00:01", iso, &e) < 0)
+                if (vm_seed_write(&m, "52:54:00:00:00:01", NULL, iso, &e) < 0)
                         fail("seed", &e);
                 v[i] = (double)(na_now_mono_us() - t0) / 1000.0;
         }

@@ -69,21 +69,23 @@ int vm_lv_start(struct vm_conn *c, const char *id, virDomainPtr dom, struct na_e
         case VIR_DOMAIN_RUNNING:
         case VIR_DOMAIN_BLOCKED:
         case VIR_DOMAIN_SHUTDOWN:
-                return 0;
+                break;
         case VIR_DOMAIN_PAUSED:
                 if (virDomainResume(dom) < 0)
                         return vm_virt_error(err, id, "resume");
-                return 0;
+                break;
         case VIR_DOMAIN_PMSUSPENDED:
                 if (virDomainPMWakeup(dom, 0) < 0)
                         return vm_virt_error(err, id, "wake up");
-                return 0;
+                break;
         default:
                 if (virDomainCreate(dom) < 0)
                         return vm_virt_error(err, id, "start");
                 vm_mem_started(c, id, (int64_t)na_now_real_ms());
-                return 0;
+                break;
         }
+        /* Its tap exists now: routes and neighbour answers (routed mode), also when it ran already. */
+        return vm_lv_host_network_of(c, id, err);
 }
 
 /* Wait up to ms for the domain to be off; 1 when it is, 0 when not yet. */
@@ -232,24 +234,13 @@ static void fill_from_meta(struct proto_vps_server *s, const struct vm_meta *m)
         snprintf(s->image_slug, sizeof(s->image_slug), "%s", m->image_slug);
         s->os = m->os;
         s->created_at_ms = m->created_at_ms;
-}
-
-static void fill_addresses(struct proto_vps_server *s, virDomainPtr dom)
-{
-        virDomainInterfacePtr *ifaces = NULL;
-        int n = virDomainInterfaceAddresses(dom, &ifaces, VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_ARP, 0);
-        if (n < 0) {
-                virResetLastError();
-                return;
+        /* The assignment, not what ARP happens to show (4.1). */
+        s->n_ip_addresses = 0;
+        for (size_t i = 0; i < m->network.n_ipv4 + m->network.n_ipv6 && m->has_network; i++) {
+                const struct proto_vps_addr *a =
+                        i < m->network.n_ipv4 ? &m->network.ipv4[i] : &m->network.ipv6[i - m->network.n_ipv4];
+                snprintf(s->ip_addresses[s->n_ip_addresses++], sizeof(s->ip_addresses[0]), "%s", a->text);
         }
-        for (int i = 0; i < n; i++) {
-                for (unsigned j = 0; j < ifaces[i]->naddrs && s->n_ip_addresses < PROTO_VPS_IPS_MAX; j++)
-                        if (ifaces[i]->addrs[j].addr)
-                                snprintf(s->ip_addresses[s->n_ip_addresses++], sizeof(s->ip_addresses[0]), "%s",
-                                         ifaces[i]->addrs[j].addr);
-                virDomainInterfaceFree(ifaces[i]);
-        }
-        free(ifaces);
 }
 
 int vm_lv_get_server(struct vm_conn *c, const char *id, struct proto_vps_server *ret, struct na_error *err)
@@ -278,8 +269,6 @@ int vm_lv_get_server(struct vm_conn *c, const char *id, struct proto_vps_server 
                 ret->plan.ram_mb = (int64_t)(info.maxMem / 1024);
         } else
                 return r;
-        if (active && !c->is_test)
-                fill_addresses(ret, dom);
         return 0;
 }
 
@@ -509,6 +498,10 @@ int vm_lv_remove(struct vm_conn *c, const char *id, struct na_error *err)
         }
         if ((r = vm_lv_backups_remove_all(c, id, err)) < 0)
                 return r;
+        _cleanup_(vm_meta_clear) struct vm_meta m = { 0 };
+        if (vm_meta_load(c->meta_dir, id, &m, err) == 0)
+                vm_lv_host_network_remove(c, &m);
+        na_error_clear(err);
         if ((r = vm_meta_remove(c->meta_dir, id, err)) < 0)
                 return r;
         vm_mem_started(c, id, 0);

@@ -91,10 +91,16 @@ static int lifecycle_cb(virConnectPtr conn, virDomainPtr dom, int event, int det
         const char *id = name + 4;
         enum proto_vps_state st;
         switch (event) {
-        case VIR_DOMAIN_EVENT_STARTED:
+        case VIR_DOMAIN_EVENT_STARTED: {
                 vm_mem_started(c, id, (int64_t)na_now_real_ms());
+                /* Started by anyone (virsh too): its new tap gets its routes. A failure
+                 * shows at the next start or vps.network.set, which apply the same. */
+                struct na_error e = NA_ERROR_INIT;
+                vm_lv_host_network_of(c, id, &e);
+                na_error_clear(&e);
                 st = PROTO_VPS_RUNNING;
                 break;
+        }
         case VIR_DOMAIN_EVENT_RESUMED:
                 st = PROTO_VPS_RUNNING;
                 break;

@@ -81,6 +81,7 @@ int vm_lv_define(struct vm_conn *c, virConnectPtr conn, const struct vm_meta *m,
                 .cmdline = m->cmdline,
                 .ifname = ifname,
                 .mac = mac,
+                .bridge = c->net.mode == VM_NET_BRIDGED ? c->net.bridge : NULL,
         };
         _cleanup_free_ char *xml = vm_domain_xml(&spec);
         if (!xml)
@@ -111,9 +112,9 @@ static int meta_set_template(struct vm_meta *m, const struct vm_template *t, str
         return 0;
 }
 
-static int meta_save(struct vm_conn *c, const struct vm_meta *m, struct na_error *err)
+static int meta_save(struct vm_conn *c, struct vm_meta *m, struct na_error *err)
 {
-        int r = vm_meta_save(c->meta_dir, m, err);
+        int r = vm_lv_meta_save_claiming(c, m, err);
         if (r == 0)
                 vm_mem_installing(c, m->id, m->installing);
         return r;
@@ -168,6 +169,8 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         for (char *const *k = spec->ssh_keys; k && *k; k++)
                 if (!proto_vps_ssh_key_valid(*k))
                         ok = field_problem(err, "sshPublicKeys", "must hold OpenSSH public key lines");
+        if (spec->network.n_ipv4 + spec->network.n_ipv6 == 0)
+                ok = field_problem(err, "network", "must hold at least one address");
         if (spec->plan.cpu_cores < 1 || spec->plan.cpu_threads < 1 || spec->plan.ram_mb < 1 || spec->plan.storage_mb < 1)
                 ok = field_problem(err, "plan", "needs cpuCores, cpuThreads, ramMB and storageMB");
         _cleanup_(vm_template_clear) struct vm_template t = { 0 };
@@ -226,6 +229,8 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         m.generation = generation;
         m.want_running = !spec->no_start;
         m.installing = true;
+        m.has_network = true;
+        m.network = spec->network;
         if (!m.name)
                 return na_error_sys(err, ENOMEM, "vps %s", id);
         if ((r = meta_set_template(&m, &t, err)) < 0 || (r = vm_meta_set_keys(&m, spec->ssh_keys, err)) < 0)
@@ -255,7 +260,10 @@ int vm_lv_create(struct vm_conn *c, const struct vm_create_spec *spec, const str
         na_progress_stage(progress, "configuring", 0, "writing the cloud-init seed and the domain");
         char mac[18];
         vm_mac_from_id(id, mac);
-        if ((r = vm_seed_write(&m, mac, seed, err)) < 0)
+        if ((r = vm_seed_write(&m, mac, &c->net, seed, err)) < 0)
+                return r;
+        /* Its guard before it ever runs: no frame of it goes out unchecked. */
+        if ((r = vm_lv_network_notify(c, &m, err)) < 0)
                 return r;
         if ((r = vm_lv_define(c, conn, &m, err)) < 0)
                 return r;
@@ -429,7 +437,7 @@ int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_in
         m.want_running = true;
         char mac[18];
         vm_mac_from_id(id, mac);
-        if ((r = meta_save(c, &m, err)) < 0 || (r = vm_seed_write(&m, mac, seed, err)) < 0 ||
+        if ((r = meta_save(c, &m, err)) < 0 || (r = vm_seed_write(&m, mac, &c->net, seed, err)) < 0 ||
             (r = vm_lv_define(c, conn, &m, err)) < 0)
                 return r;
 

@@ -38,6 +38,8 @@ struct vm_conn {
         unsigned reconnect_ms;
         vm_state_fn on_state;
         void *userdata;
+        struct vm_netcfg net;  /* [vm] network_mode and its keys (strings owned) */
+        vm_network_fn on_network;
 
         struct vm_templates *templates;
 
@@ -53,6 +55,9 @@ struct vm_conn {
         pthread_cond_t cb_cond;
         int cb_refs;         /* registrations whose free callback has not run yet */
         int reconnect_timer; /* -1 when none */
+
+        /* Held around "no other server holds these addresses" and the save that claims them. */
+        pthread_mutex_t net_lock;
 
         /* What the driver remembers between calls. */
         pthread_mutex_t mem_lock;
@@ -144,6 +149,29 @@ int vm_lv_reinstall(struct vm_conn *c, const char *id, const struct proto_vps_in
                     const struct na_progress *progress, struct na_error *err);
 /* Generate and define the domain XML from the metadata. */
 int vm_lv_define(struct vm_conn *c, virConnectPtr conn, const struct vm_meta *m, struct na_error *err);
+
+/* ---- vm-libvirt-network.c ---- */
+/*
+ * Save m (with its network) after checking, under net_lock, that no other server's
+ * metadata holds one of its addresses: INVALID_STATE naming the field and the owner.
+ */
+int vm_lv_meta_save_claiming(struct vm_conn *c, struct vm_meta *m, struct na_error *err);
+int vm_lv_network_set(struct vm_conn *c, const char *id, const struct proto_vps_network *net,
+                      struct proto_vps_server *ret, bool *ret_restart_required, struct na_error *err);
+/*
+ * Routed mode: put the server's host side in place (tap next hop, routes, proxy
+ * entries) when its tap exists; old (may be NULL) is what was there before, whose
+ * proxy entries not in m's network are taken away. Nothing to do in bridged mode
+ * or for a server without a network.
+ */
+int vm_lv_host_network(struct vm_conn *c, const struct vm_meta *m, const struct proto_vps_network *old,
+                       struct na_error *err);
+/* Tell the agent m's network (its guard): 0 when m has none or nobody listens. */
+int vm_lv_network_notify(struct vm_conn *c, const struct vm_meta *m, struct na_error *err);
+/* The guard and the same from id's metadata (a start, a started event); 0 for a server without one. */
+int vm_lv_host_network_of(struct vm_conn *c, const char *id, struct na_error *err);
+/* vps.delete: the proxy entries of its addresses (the routes go with the tap). */
+void vm_lv_host_network_remove(struct vm_conn *c, const struct vm_meta *m);
 
 /* ---- vm-libvirt-storage.c ---- */
 char *vm_lv_disk_path(struct vm_conn *c, const char *id); /* <storage_dir>/<id>.qcow2 */

@@ -5,7 +5,6 @@
  */
 #include "drivers/vm/vm-libvirt-internal.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -264,30 +263,24 @@ bool vm_conn_sleep(struct vm_conn *c, unsigned ms)
         return open;
 }
 
+static int note_installing(const char *id, void *data)
+{
+        struct vm_conn *c = data;
+        struct vm_meta m;
+        struct na_error e = NA_ERROR_INIT;
+        if (vm_meta_load(c->meta_dir, id, &m, &e) == 0) {
+                if (m.installing)
+                        vm_mem_installing(c, id, true);
+                vm_meta_clear(&m);
+        }
+        na_error_clear(&e);
+        return 0;
+}
+
 /* Learn which installs were left unfinished (metadata written before a crash). */
 static void scan_installing(struct vm_conn *c)
 {
-        DIR *d = opendir(c->meta_dir);
-        if (!d)
-                return;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                size_t n = strlen(de->d_name);
-                if (n != PROTO_VPS_ID_LEN + 5 || !streq(de->d_name + PROTO_VPS_ID_LEN, ".json"))
-                        continue;
-                char id[PROTO_VPS_ID_LEN + 1];
-                memcpy(id, de->d_name, PROTO_VPS_ID_LEN);
-                id[PROTO_VPS_ID_LEN] = '\0';
-                struct vm_meta m;
-                struct na_error e = NA_ERROR_INIT;
-                if (vm_meta_load(c->meta_dir, id, &m, &e) == 0) {
-                        if (m.installing)
-                                vm_mem_installing(c, id, true);
-                        vm_meta_clear(&m);
-                }
-                na_error_clear(&e);
-        }
-        closedir(d);
+        vm_meta_foreach_id(c->meta_dir, note_installing, c);
 }
 
 static void conn_free(struct vm_conn *c)
@@ -304,12 +297,17 @@ static void conn_free(struct vm_conn *c)
         free(c->domain_type);
         free(c->emulator);
         free(c->qemu_img);
+        free((char *)c->net.bridge);
+        free((char *)c->net.gateway4);
+        free((char *)c->net.gateway6);
+        free((char *)c->net.uplink);
         if (c->started_ms)
                 json_decref(c->started_ms);
         if (c->installing)
                 json_decref(c->installing);
         pthread_mutex_destroy(&c->lock);
         pthread_mutex_destroy(&c->mem_lock);
+        pthread_mutex_destroy(&c->net_lock);
         pthread_mutex_destroy(&c->cb_lock);
         pthread_cond_destroy(&c->cb_cond);
         pthread_mutex_destroy(&c->resume_lock);
@@ -338,6 +336,7 @@ static int vm_open(const struct vm_options *o, struct vm_conn **ret, struct na_e
                 return na_error_sys(err, ENOMEM, "vm driver");
         pthread_mutex_init(&c->lock, NULL);
         pthread_mutex_init(&c->mem_lock, NULL);
+        pthread_mutex_init(&c->net_lock, NULL);
         pthread_mutex_init(&c->cb_lock, NULL);
         pthread_cond_init(&c->cb_cond, NULL);
         pthread_mutex_init(&c->resume_lock, NULL);
@@ -357,10 +356,22 @@ static int vm_open(const struct vm_options *o, struct vm_conn **ret, struct na_e
         c->ga_timeout_sec = o->guest_agent_timeout_sec ? o->guest_agent_timeout_sec : 10;
         c->reconnect_ms = o->reconnect_interval_ms ? o->reconnect_interval_ms : 5000;
         c->on_state = o->on_state;
+        c->on_network = o->on_network;
         c->userdata = o->userdata;
         c->started_ms = json_object();
         c->installing = json_object();
-        if (!c->uri || !c->state_dir || !c->meta_dir || !c->storage_dir || !c->backups_dir || !c->pool_name ||
+        c->net.mode = o->network.mode;
+        bool net_oom = false;
+        const char *const net_in[] = { o->network.bridge, o->network.gateway4, o->network.gateway6, o->network.uplink };
+        const char **net_out[] = { &c->net.bridge, &c->net.gateway4, &c->net.gateway6, &c->net.uplink };
+        for (size_t i = 0; i < ARRAY_SIZE(net_in); i++)
+                if (net_in[i] && *net_in[i] && !(*net_out[i] = strdup(net_in[i])))
+                        net_oom = true;
+        if (c->net.mode == VM_NET_BRIDGED && !c->net.bridge) {
+                conn_free(c);
+                return na_error_set(err, EINVAL, NA_E_INTERNAL, "vm driver: network_mode bridged needs a bridge");
+        }
+        if (net_oom || !c->uri || !c->state_dir || !c->meta_dir || !c->storage_dir || !c->backups_dir || !c->pool_name ||
             !c->domain_type || (o->emulator && !c->emulator) || !c->qemu_img || !c->started_ms ||
             !c->installing) {
                 conn_free(c);
@@ -487,6 +498,13 @@ static int vm_upgrade(struct vm_conn *c, const char *id, const struct proto_vps_
         return vm_lv_upgrade(c, lid, plan, ret, ret_restart_required, err);
 }
 
+static int vm_network_set(struct vm_conn *c, const char *id, const struct proto_vps_network *net,
+                          struct proto_vps_server *ret, bool *ret_restart_required, struct na_error *err)
+{
+        WITH_ID(id, lid, err);
+        return vm_lv_network_set(c, lid, net, ret, ret_restart_required, err);
+}
+
 static int vm_remove(struct vm_conn *c, const char *id, struct na_error *err)
 {
         WITH_ID(id, lid, err);
@@ -584,6 +602,7 @@ const struct vm_driver vm_libvirt_driver = {
         .exec = vm_exec,
         .reinstall = vm_reinstall,
         .upgrade = vm_upgrade,
+        .network_set = vm_network_set,
         .remove = vm_remove,
         .snapshot_create = vm_snapshot_create,
         .snapshot_list = vm_snapshot_list,

@@ -1,11 +1,13 @@
 /*
  * What the node keeps about each server beyond libvirt's own view, in
  * <state_dir>/vps/<id>.json (mode 0600, replaced atomically): name, hostname,
- * plan, template, credentials (a crypt hash, never a plain password), inputs,
+ * plan, template, credentials (a crypt hash, never a plain password), inputs, the
+ * network (its addresses: Server.ipAddresses and the node's claim on them),
  * createdAt, the wanted power state and whether an install is unfinished.
  */
 #include "drivers/vm/vm-util.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -100,6 +102,7 @@ bool vm_meta_matches_create(const struct vm_meta *m, const struct vm_create_spec
                same_plan(&m->plan, &spec->plan) && same_str(m->template_id, spec->tmpl.id) &&
                same_str(m->image_slug, spec->tmpl.image_slug) && m->os == spec->tmpl.os &&
                same_keys(m->ssh_keys, spec->ssh_keys) && same_inputs(m->inputs, spec->inputs) &&
+               m->has_network && proto_vps_network_equal(&m->network, &spec->network) &&
                vm_password_matches(spec->password, m->password_hash);
 }
 
@@ -132,6 +135,11 @@ int vm_meta_save(const char *meta_dir, const struct vm_meta *m, struct na_error 
                 m->inputs ? json_incref(m->inputs) : json_null(), "createdAt", (json_int_t)m->created_at_ms,
                 "generation", (json_int_t)m->generation, "wantedState", m->want_running ? "running" : "stopped",
                 "installing", m->installing);
+        if (doc && m->has_network) {
+                json_t *net = proto_vps_network_encode(&m->network);
+                if (!net || json_object_set_new(doc, "network", net) < 0)
+                        return na_error_set(err, ENOMEM, NA_E_INTERNAL, "vps %s: cannot encode metadata", m->id);
+        }
         if (doc && m->kernel)
                 json_object_set_new(doc, "boot",
                                     json_pack("{s:s, s:s?, s:s?}", "kernel", m->kernel, "initrd", m->initrd, "cmdline",
@@ -195,6 +203,15 @@ int vm_meta_load(const char *meta_dir, const char *id, struct vm_meta *m, struct
                 vm_meta_clear(m);
                 return na_error_set(err, EBADMSG, NA_E_INTERNAL, "vps %s: metadata %s: bad plan", id, path);
         }
+        json_t *net = json_object_get(doc, "network");
+        if (net) {
+                if (proto_vps_network_decode(net, "network", &m->network, &ignore) < 0) {
+                        na_error_clear(&ignore);
+                        vm_meta_clear(m);
+                        return na_error_set(err, EBADMSG, NA_E_INTERNAL, "vps %s: metadata %s: bad network", id, path);
+                }
+                m->has_network = true;
+        }
         json_t *t = json_object_get(doc, "template");
         m->template_id = dup_str(t, "id", &oom);
         m->image_slug = dup_str(t, "imageSlug", &oom);
@@ -237,6 +254,26 @@ int vm_meta_load(const char *meta_dir, const char *id, struct vm_meta *m, struct
                 return na_error_set(err, EBADMSG, NA_E_INTERNAL, "vps %s: metadata %s: incomplete", id, path);
         }
         return 0;
+}
+
+int vm_meta_foreach_id(const char *meta_dir, int (*fn)(const char *id, void *data), void *data)
+{
+        DIR *d = opendir(meta_dir);
+        if (!d)
+                return -errno;
+        int r = 0;
+        struct dirent *de;
+        while (r == 0 && (de = readdir(d))) {
+                size_t n = strlen(de->d_name);
+                if (n != PROTO_VPS_ID_LEN + 5 || !streq(de->d_name + PROTO_VPS_ID_LEN, ".json"))
+                        continue;
+                char id[PROTO_VPS_ID_LEN + 1];
+                memcpy(id, de->d_name, PROTO_VPS_ID_LEN);
+                id[PROTO_VPS_ID_LEN] = '\0';
+                r = fn(id, data);
+        }
+        closedir(d);
+        return r;
 }
 
 int vm_meta_remove(const char *meta_dir, const char *id, struct na_error *err)

@@ -59,8 +59,69 @@ static char *dump(json_t *doc, const char *head)
         return na_strdupf("%s%s\n", head, body);
 }
 
-int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_data, char **ret_user_data,
-                      char **ret_network_config, struct na_error *err)
+static int append_addrs(json_t *list, const struct proto_vps_addr *a, size_t n, int host_prefix)
+{
+        for (size_t i = 0; i < n; i++) {
+                char text[PROTO_VPS_ADDR_TEXT + 8];
+                snprintf(text, sizeof(text), "%s/%d", a[i].text, host_prefix ? host_prefix : a[i].prefix);
+                if (json_array_append_new(list, json_string(text)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int append_route(json_t *routes, const char *to, const char *via, bool on_link)
+{
+        json_t *r = json_pack("{s:s, s:s}", "to", to, "via", via);
+        if (r && on_link)
+                json_object_set_new(r, "on-link", json_true());
+        return r ? json_array_append_new(routes, r) : -ENOMEM;
+}
+
+/*
+ * network-config version 2 for the interface with the server's MAC. Routed: every
+ * address alone (/32, /128: the node routes each one to the tap, nothing else is
+ * on the link) and the default routes through the fixed link-local next hop, on
+ * link. Bridged: the addresses with their prefixes and the operator's gateways.
+ * Without a network (a server made before): DHCP, as it was.
+ */
+static json_t *network_config(const struct vm_meta *m, const char *mac, const struct vm_netcfg *net)
+{
+        _cleanup_json_ json_t *eth = json_pack("{s:{s:s}, s:s}", "match", "macaddress", mac, "set-name", "eth0");
+        if (!eth)
+                return NULL;
+        if (!m->has_network) {
+                if (json_object_set_new(eth, "dhcp4", json_true()) < 0)
+                        return NULL;
+        } else {
+                bool routed = !net || net->mode == VM_NET_ROUTED;
+                _cleanup_json_ json_t *addrs = json_array(), *routes = json_array(), *dns = json_array();
+                if (!addrs || !routes || !dns || append_addrs(addrs, m->network.ipv4, m->network.n_ipv4, routed ? 32 : 0) < 0 ||
+                    append_addrs(addrs, m->network.ipv6, m->network.n_ipv6, routed ? 128 : 0) < 0)
+                        return NULL;
+                const char *gw4 = routed ? VM_ROUTED_GW4 : net->gateway4, *gw6 = routed ? VM_ROUTED_GW6 : net->gateway6;
+                if (m->network.n_ipv4 && gw4 && append_route(routes, "0.0.0.0/0", gw4, routed) < 0)
+                        return NULL;
+                if (m->network.n_ipv6 && gw6 && append_route(routes, "::/0", gw6, routed) < 0)
+                        return NULL;
+                for (size_t i = 0; i < m->network.n_dns; i++)
+                        if (json_array_append_new(dns, json_string(m->network.dns[i].text)) < 0)
+                                return NULL;
+                /* No router advertisements: the addresses are the assigned ones only. */
+                if (json_object_set_new(eth, "dhcp4", json_false()) < 0 ||
+                    json_object_set_new(eth, "dhcp6", json_false()) < 0 ||
+                    json_object_set_new(eth, "accept-ra", json_false()) < 0 ||
+                    json_object_set_new(eth, "addresses", TAKE_PTR(addrs)) < 0 ||
+                    (json_array_size(routes) && json_object_set_new(eth, "routes", TAKE_PTR(routes)) < 0) ||
+                    (json_array_size(dns) &&
+                     json_object_set_new(eth, "nameservers", json_pack("{s:o}", "addresses", TAKE_PTR(dns))) < 0))
+                        return NULL;
+        }
+        return json_pack("{s:i, s:{s:O}}", "version", 2, "ethernets", "primary", eth);
+}
+
+int vm_seed_documents(const struct vm_meta *m, const char *mac, const struct vm_netcfg *net, char **ret_meta_data,
+                      char **ret_user_data, char **ret_network_config, struct na_error *err)
 {
         char instance[80];
         snprintf(instance, sizeof(instance), "%s-%lld", m->id, (long long)m->generation);
@@ -85,13 +146,19 @@ int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_
                                     json_pack("[{s:s, s:s, s:s}]", "path", "/etc/nodeagent/inputs.json", "permissions",
                                               "0600", "content", inputs ? inputs : "{}"));
         }
-        _cleanup_json_ json_t *net = json_pack("{s:i, s:{s:{s:{s:s}, s:s, s:b}}}", "version", 2, "ethernets", "primary",
-                                               "match", "macaddress", mac, "set-name", "eth0", "dhcp4", 1);
-        if (!meta || !user || !net)
+        /*
+         * vps.network.set rewrites the seed without a new instance-id (that would
+         * make cloud-init redo users and host keys): the network is read again at
+         * every boot instead (NoCloud supports the boot event).
+         */
+        if (user && m->has_network)
+                json_object_set_new(user, "updates", json_pack("{s:{s:[s]}}", "network", "when", "boot"));
+        _cleanup_json_ json_t *netcfg = network_config(m, mac, net);
+        if (!meta || !user || !netcfg)
                 return na_error_set(err, ENOMEM, NA_E_INTERNAL, "vps %s: seed documents", m->id);
         _cleanup_free_ char *md = dump(meta, "");
         _cleanup_free_ char *ud = dump(user, "#cloud-config\n");
-        _cleanup_free_ char *nc = dump(net, "");
+        _cleanup_free_ char *nc = dump(netcfg, "");
         if (!md || !ud || !nc)
                 return na_error_sys(err, ENOMEM, "vps %s: seed documents", m->id);
         *ret_meta_data = TAKE_PTR(md);
@@ -100,10 +167,11 @@ int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_
         return 0;
 }
 
-int vm_seed_write(const struct vm_meta *m, const char *mac, const char *path, struct na_error *err)
+int vm_seed_write(const struct vm_meta *m, const char *mac, const struct vm_netcfg *net, const char *path,
+                  struct na_error *err)
 {
         _cleanup_free_ char *md = NULL, *ud = NULL, *nc = NULL;
-        int r = vm_seed_documents(m, mac, &md, &ud, &nc, err);
+        int r = vm_seed_documents(m, mac, net, &md, &ud, &nc, err);
         if (r < 0)
                 return r;
         NA_ANALYZER_FP("-Wanalyzer-null-argument") /* GCC 12 does not see that the callee sets its out-parameter whenever it returns 0 (vm_seed_documents sets md, ud and nc) */

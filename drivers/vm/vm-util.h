@@ -43,6 +43,8 @@ struct vm_meta {
         char *initrd;
         char *cmdline;
         int64_t created_at_ms;
+        bool has_network;      /* false: made before servers had a network (DHCP seed) */
+        struct proto_vps_network network;
         int64_t generation;    /* increases with every install: cloud-init's instance-id */
         bool want_running;
         bool installing;
@@ -53,11 +55,27 @@ int vm_meta_load(const char *meta_dir, const char *id, struct vm_meta *m, struct
 int vm_meta_save(const char *meta_dir, const struct vm_meta *m, struct na_error *err);
 int vm_meta_remove(const char *meta_dir, const char *id, struct na_error *err);
 size_t vm_meta_ssh_key_count(const struct vm_meta *m);
+/* Every server id with metadata in meta_dir, to fn until it returns nonzero (returned); -errno of opendir. */
+int vm_meta_foreach_id(const char *meta_dir, int (*fn)(const char *id, void *data), void *data);
 int vm_meta_set_keys(struct vm_meta *m, char *const *keys, struct na_error *err);
 struct vm_create_spec;
 /* The server is already what this vps.create asks for: its name, hostname, plan,
  * template, keys, inputs and password as they are now. */
 bool vm_meta_matches_create(const struct vm_meta *m, const struct vm_create_spec *spec);
+
+/* ---- vm-hostnet.c: routed mode on the host, through rtnetlink ---- */
+
+/*
+ * Put a server's host side in place: on the tap ifname the next hop
+ * (VM_ROUTED_GW4/32, VM_ROUTED_GW6/64), a host route per address of net, and on the
+ * uplink (NULL: none) a proxy neighbour entry per address. The addresses of old
+ * (NULL: none) that net lacks lose theirs. Without the tap only the removals
+ * happen (*ret_applied false); the rest waits for its start. Idempotent.
+ */
+int vm_hostnet_apply(const char *ifname, const char *uplink, const struct proto_vps_network *net,
+                     const struct proto_vps_network *old, bool *ret_applied, struct na_error *err);
+/* The proxy entries of net on the uplink (vps.delete); the routes went with the tap. */
+int vm_hostnet_forget(const char *uplink, const struct proto_vps_network *net, struct na_error *err);
 
 /* ---- vm-templates.c ---- */
 
@@ -100,14 +118,19 @@ int vm_templates_verify(struct vm_templates *t, const struct vm_template *tmpl, 
 int vm_password_hash(const char *password, char **ret, struct na_error *err);
 /* password hashes to hash with hash's own salt (both NULL: true; one NULL: false). */
 bool vm_password_matches(const char *password, const char *hash);
-/* The three seed documents (exposed for tests): new strings. */
-int vm_seed_documents(const struct vm_meta *m, const char *mac, char **ret_meta_data, char **ret_user_data,
-                      char **ret_network_config, struct na_error *err);
+/*
+ * The three seed documents (exposed for tests): new strings. net (NULL: routed) says
+ * how the guest reaches the world: a server with a network gets a static
+ * network-config, one without (made before servers had one) DHCP.
+ */
+int vm_seed_documents(const struct vm_meta *m, const char *mac, const struct vm_netcfg *net, char **ret_meta_data,
+                      char **ret_user_data, char **ret_network_config, struct na_error *err);
 /*
  * Write the seed ISO (volume id "cidata") to path, atomically and durably: a fsynced
  * ".partial" file renamed over it, then the directory fsynced.
  */
-int vm_seed_write(const struct vm_meta *m, const char *mac, const char *path, struct na_error *err);
+int vm_seed_write(const struct vm_meta *m, const char *mac, const struct vm_netcfg *net, const char *path,
+                  struct na_error *err);
 
 /* ---- vm-xml.c: domain XML text ---- */
 
@@ -125,6 +148,7 @@ struct vm_domain_spec {
         const char *cmdline;
         const char *ifname;
         const char *mac;
+        const char *bridge;       /* NULL: routed (a bare tap); else the bridge the tap joins */
 };
 /* The domain XML, newly allocated; NULL on ENOMEM. */
 char *vm_domain_xml(const struct vm_domain_spec *s);

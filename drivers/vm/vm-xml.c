@@ -215,12 +215,21 @@ char *vm_domain_xml(const struct vm_domain_spec *s)
                           "      <readonly/>\n"
                           "    </disk>\n",
                           esc(&e, s->seed_path));
+        if (s->bridge) /* bridged: the tap, named as in routed mode, joins the operator's bridge */
+                sb_printf(&b,
+                          "    <interface type='bridge'>\n"
+                          "      <mac address='%s'/>\n"
+                          "      <source bridge='%s'/>\n",
+                          s->mac, esc(&e, s->bridge));
+        else /* routed: a bare tap, an L3 port of the node */
+                sb_printf(&b,
+                          "    <interface type='ethernet'>\n"
+                          "      <mac address='%s'/>\n",
+                          s->mac);
         sb_printf(&b,
-                  "    <interface type='ethernet'>\n"
-                  "      <mac address='%s'/>\n"
-                  "      <target dev='%s' managed='yes'/>\n"
+                  "      <target dev='%s'%s/>\n"
                   "      <model type='virtio'/>\n",
-                  s->mac, esc(&e, s->ifname));
+                  esc(&e, s->ifname), s->bridge ? "" : " managed='yes'");
         if (plan->network_speed_mbps > 0) {
                 long long kbytes = (long long)plan->network_speed_mbps * 125; /* Mbit/s to kB/s */
                 sb_printf(&b,

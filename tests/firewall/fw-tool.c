@@ -6,6 +6,8 @@
  *   fw-tool [...] get VPS_ID | drift VPS_ID | remove VPS_ID | render VPS_ID FILE.json
  *   fw-tool [...] reconcile [KNOWN_ID...]                      ("-" alone: NULL, keep all)
  *   fw-tool [-t TABLE] table VPS_ID                            the server's shard table ("nodeagent-06")
+ *   fw-tool [-t TABLE] guard VPS_ID MAC [ADDRESS...]           the server's anti-spoofing guard (fw_guard_set)
+ *   fw-tool [-t TABLE] unguard VPS_ID | guard-render VPS_ID MAC [ADDRESS...]
  *   fw-tool probe-tcp HOST PORT TIMEOUT_MS                     prints ok, refused, unreachable or timeout
  *   fw-tool probe-ping HOST TIMEOUT_MS                         prints ok, unreachable or timeout
  *   fw-tool probe-udp HOST PORT TIMEOUT_MS                     one datagram to a port nobody listens on:
@@ -312,6 +314,16 @@ int main(int argc, char **argv)
                 return 0;
         }
 
+        if (streq(cmd, "guard-render") && left >= 2) {
+                char *text = NULL;
+                if (fw_guard_render(opt.table, args[0], args[1], (const char *const *)args + 2, (size_t)left - 2, &text,
+                                    &err) < 0)
+                        return fail(&err);
+                fputs(text, stdout);
+                free(text);
+                return 0;
+        }
+
         struct fw *fw = NULL;
         if (fw_open(&opt, &fw, &err) < 0)
                 return fail(&err);
@@ -337,6 +349,12 @@ int main(int argc, char **argv)
                         free(text);
                         json_decref(reasons);
                 }
+        } else if (streq(cmd, "guard") && left >= 2) {
+                if (fw_guard_set(fw, args[0], args[1], (const char *const *)args + 2, (size_t)left - 2, &err) < 0)
+                        rc = fail(&err);
+        } else if (streq(cmd, "unguard") && left == 1) {
+                if (fw_guard_remove(fw, args[0], &err) < 0)
+                        rc = fail(&err);
         } else if (streq(cmd, "remove") && left == 1) {
                 if (fw_remove(fw, args[0], &err) < 0)
                         rc = fail(&err);

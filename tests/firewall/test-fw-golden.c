@@ -143,6 +143,27 @@ static void test_remove(void **state)
         nft_batch_clear(&b);
 }
 
+/* The anti-spoofing guard of a server with two IPv4 and one IPv6 address (fw-guard.c). */
+static void test_guard(void **state)
+{
+        (void)state;
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        const char *const addrs[] = { "203.0.113.10", "198.51.100.7", "2001:db8:1::10" };
+        char *text = NULL;
+        assert_int_equal(fw_guard_render("agent_fw", "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", "52:54:00:aa:bb:cc", addrs, 3,
+                                         &text, &err),
+                         0);
+        fwt_golden("tests/firewall/golden/guard.txt", text);
+        free(text);
+        /* A bad MAC or address is refused, naming it. */
+        const char *const bad[] = { "203.0.113.999" };
+        assert_true(fw_guard_render(NULL, "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", "52:54:00:aa:bb:cc", bad, 1, &text,
+                                    &err) < 0);
+        assert_non_null(strstr(err.message, "203.0.113.999"));
+        na_error_clear(&err);
+        assert_true(fw_guard_render(NULL, "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", "52:54:00", addrs, 3, &text, &err) < 0);
+}
+
 /* The batch is what the kernel gets: the render and the wire encoding see the same operations. */
 static void test_serialize(void **state)
 {
@@ -212,7 +233,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_basic),  cmocka_unit_test(test_all_fields), cmocka_unit_test(test_disabled),
                 cmocka_unit_test(test_empty),  cmocka_unit_test(test_remove),     cmocka_unit_test(test_serialize),
-                cmocka_unit_test(test_shards),
+                cmocka_unit_test(test_shards), cmocka_unit_test(test_guard),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,7 +55,7 @@ config_keys() {
 	_table=$(sed -n '/^static const struct key_def keys\[\] = {/,/^};/p' "$CONFIG_C")
 	_expected=$(printf '%s\n' "$_table" | grep -c 'OFF(' || true)
 	_keys=$(printf '%s\n' "$_table" | sed -n \
-		's/^[[:space:]]*{ *"\([a-z_]*\)", *"\([a-z_]*\)", *K_[A-Z0-9_]*, *OFF([a-z_]*), *\(true\|false\), *\(NULL\|"[^"]*"\),.*/\1 \2 \3 \4/p')
+		's/^[[:space:]]*{ *"\([a-z_]*\)", *"\([a-z0-9_]*\)", *K_[A-Z0-9_]*, *OFF([a-z0-9_]*), *\(true\|false\), *\(NULL\|"[^"]*"\),.*/\1 \2 \3 \4/p')
 	_got=$(printf '%s\n' "$_keys" | grep -c . || true)
 	if [ "$_expected" -lt 10 ] || [ "$_got" -ne "$_expected" ]; then
 		die "cannot read the keys table of $CONFIG_C ($_got of $_expected entries understood)"

@@ -17,8 +17,8 @@ make_scratch
 conf_lines() {
 	awk '
 	/^[[:space:]]*\[[a-z_]+\][[:space:]]*$/ { s = $0; gsub(/[][[:space:]]/, "", s); next }
-	/^#[a-z_]+ = / { k = substr($1, 2); v = $0; sub(/^#[a-z_]+ = /, "", v); print s, k, "commented", v, NR; next }
-	/^[a-z_]+[[:space:]]*=/ { k = $1; sub(/=.*/, "", k); v = $0; sub(/^[^=]*=[[:space:]]*/, "", v); print s, k, "set", v, NR; next }
+	/^#[a-z0-9_]+ = / { k = substr($1, 2); v = $0; sub(/^#[a-z0-9_]+ = /, "", v); print s, k, "commented", v, NR; next }
+	/^[a-z0-9_]+[[:space:]]*=/ { k = $1; sub(/=.*/, "", k); v = $0; sub(/^[^=]*=[[:space:]]*/, "", v); print s, k, "set", v, NR; next }
 	' "$1"
 }
 
@@ -95,8 +95,8 @@ fi
 grep -q '^REPLACE-\|= REPLACE-' "$SCRATCH/filled.conf" && fail "a placeholder is left that the test does not know how to fill"
 
 # 4. Every commented-out key enabled as documented: still valid.
-sed 's/^#\([a-z_]* = \)/\1/' "$SCRATCH/filled.conf" >"$SCRATCH/all.conf"
-enabled=$(grep -c '^[a-z_]* = ' "$SCRATCH/all.conf")
+sed 's/^#\([a-z0-9_]* = \)/\1/' "$SCRATCH/filled.conf" >"$SCRATCH/all.conf"
+enabled=$(grep -c '^[a-z0-9_]* = ' "$SCRATCH/all.conf")
 "$NA_NODEAGENTD" -c "$SCRATCH/all.conf" --check-config >"$SCRATCH/out" 2>"$SCRATCH/err" ||
 	fail "--check-config with every documented value enabled failed: $(cat "$SCRATCH/err")"
 info "with every one of the $enabled keys enabled as documented: $(cat "$SCRATCH/out")"

@@ -60,6 +60,7 @@ APP_DEPLOY = {"name": "up", "hostname": "up", "type": "app", "version": "1", "sf
                            "command": ["/bin/sh", "-c", 'echo ready; while read l; do echo "got $l"; '
                                        '[ "$l" = stop ] && exit 0; done']},
               "plan": {"cpuCores": 0.5, "memoryMB": 64, "volumeQuotaMB": 32}}
+NET = {"ipv4": [{"address": "203.0.113.10", "prefix": 24}]}  # TEST-NET-3 (RFC 5737)
 PLAN = {"cpuCores": 1, "cpuThreads": 1, "ramMB": 512, "storageMB": 1024, "networkSpeedLimitMbps": 0,
         "bandwidthLimitGb": 100, "maxSnapshots": 1}
 
@@ -427,7 +428,7 @@ def main():
         vps = str(uuid.uuid4())
         target = {"type": "vps", "id": vps}
         jid = controller.enqueue("vps.create", {"name": "up-1", "hostname": "up-1", "plan": PLAN,
-                                                "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
+                                                "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"}, "network": NET,
                                                 "vmPassword": "Sup3r!secret"}, target=target)
         res = controller.wait_results([jid], 60)[jid]["results"][0]
         check(res["status"] == "succeeded" and res["data"]["state"] == "running", res)

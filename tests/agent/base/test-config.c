@@ -494,6 +494,36 @@ static void test_client_cert_pair(void **state)
         expect_report(f, 0);
 }
 
+/* [vm] network_mode and the keys of each mode. */
+static void test_vm_network(void **state)
+{
+        struct fixture *f = *state;
+        load_with(f, NULL, NULL);
+        expect_report(f, 0);
+        assert_string_equal(f->cfg->vm_network_mode, "routed");
+        assert_null(f->cfg->vm_uplink);
+        load_with(f, NULL, "[vm]\nuplink = eth0\n");
+        expect_report(f, 0);
+        assert_string_equal(f->cfg->vm_uplink, "eth0");
+        load_with(f, NULL, "[vm]\nnetwork_mode = bridged\nbridge = br-public\ngateway4 = 203.0.113.1\ngateway6 = fe80::1\n");
+        expect_report(f, 0);
+        assert_string_equal(f->cfg->vm_network_mode, "bridged");
+        assert_string_equal(f->cfg->vm_bridge, "br-public");
+        assert_string_equal(f->cfg->vm_gateway4, "203.0.113.1");
+        assert_string_equal(f->cfg->vm_gateway6, "fe80::1");
+        load_with(f, NULL, "[vm]\nnetwork_mode = bridged\n");
+        expect_report(f, 1, "7: bridge: is required with network_mode = bridged");
+        load_with(f, NULL, "[vm]\nnetwork_mode = switched\nbridge = a/b\ngateway4 = 2001:db8::1\ngateway6 = 10.0.0.1\n"
+                           "uplink = this-name-is-too-long\n");
+        expect_report(f, 5, "7: network_mode: must be routed (addresses routed to each tap) or bridged (taps in [vm] bridge)",
+                      "8: bridge: must be a network interface name (1..15 characters, no '/', ':' or spaces)",
+                      "9: gateway4: must be an IPv4 address", "10: gateway6: must be an IPv6 address",
+                      "11: uplink: must be a network interface name (1..15 characters, no '/', ':' or spaces)");
+        /* The keys of the other mode are ignored: a sample file may hold them all. */
+        load_with(f, NULL, "[vm]\nnetwork_mode = bridged\nbridge = br0\nuplink = eth0\n");
+        expect_report(f, 0);
+}
+
 static void test_many_problems_counted(void **state)
 {
         struct fixture *f = *state;
@@ -542,6 +572,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_token_file, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_insecure_http, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_client_cert_pair, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_vm_network, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_many_problems_counted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unreadable_file, setup, teardown),
         };

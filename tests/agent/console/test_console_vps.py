@@ -45,6 +45,7 @@ def run(s):
         res = app_or_vps_job(s, "vps.create", target,
                              {"name": "console-1", "hostname": "console-1", "plan": PLAN,
                               "template": vmreal.TEMPLATE,
+                              "network": {"ipv4": [{"address": "203.0.113.20", "prefix": 24}]},
                               "vmPassword": "Sup3r!secret"}, timeout=180)
         check(res["status"] == "succeeded", res)
         print(f"server created and started in {time.time() - t0:.1f}s")

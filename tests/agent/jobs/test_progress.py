@@ -105,7 +105,8 @@ def vps_create_verifies_with_percent(s):
     params = {"name": "big", "hostname": "big", "vmPassword": "Sup3r!secret",
               "plan": {"cpuCores": 1, "cpuThreads": 1, "ramMB": 512, "storageMB": 3072,
                        "networkSpeedLimitMbps": 0, "bandwidthLimitGb": 100, "maxSnapshots": 1},
-              "template": {"id": "big-1", "imageSlug": "1", "os": "linux"}}
+              "template": {"id": "big-1", "imageSlug": "1", "os": "linux"},
+              "network": {"ipv4": [{"address": "192.0.2.10", "prefix": 24}]}}
     jid = s.controller.enqueue("vps.create", params, target={"type": "vps", "id": VPS})
     s.controller.wait_results([jid], 120)
     j = job_record(s, jid)

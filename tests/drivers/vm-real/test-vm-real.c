@@ -362,7 +362,7 @@ static void assert_state(enum proto_vps_state got, enum proto_vps_state want, co
 
 static struct vm_create_spec create_spec(const struct server *srv)
 {
-        return (struct vm_create_spec){
+        struct vm_create_spec spec = {
                 .id = srv->id,
                 .name = srv->label,
                 .hostname = srv->label,
@@ -376,6 +376,15 @@ static struct vm_create_spec create_spec(const struct server *srv)
                 .tmpl = { .id = srv->template_id, .image_slug = IMAGE_SLUG, .os = PROTO_VPS_OS_LINUX },
                 .password = "Secret#123",
         };
+        /* One TEST-NET-3 address per server: the node refuses a shared one. */
+        char text[96];
+        snprintf(text, sizeof(text), "{\"ipv4\": [{\"address\": \"203.0.113.%u\", \"prefix\": 24}]}",
+                 (unsigned)(strtoul(srv->id + 24, NULL, 16) % 250 + 2));
+        _cleanup_json_ json_t *doc = json_loads(text, 0, NULL);
+        struct na_error err = NA_ERROR_INIT;
+        assert_non_null(doc);
+        assert_int_equal(proto_vps_network_decode(doc, "network", &spec.network, &err), 0);
+        return spec;
 }
 
 static bool inventory_has(const struct server *srv, const char *state)

@@ -124,11 +124,12 @@ static json_t *run_fail(struct world *w, const char *kind, const char *target, j
 
 static json_t *create_params(void)
 {
-        return json_pack("{s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:s, s:s, s:s}, s:s, s:{s:s}}", "name",
-                         "web", "hostname", "web1", "plan", "cpuCores", 2, "cpuThreads", 2, "ramMB", 2048, "storageMB",
-                         2048, "networkSpeedLimitMbps", 100, "bandwidthLimitGb", 1000, "maxSnapshots", 2, "template",
-                         "id", "debian", "imageSlug", "12", "os", "linux", "vmPassword", "Secret#123", "inputs", "role",
-                         "web");
+        return json_pack("{s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:s, s:s, s:s}, s:s, s:{s:s},"
+                         " s:{s:[{s:s, s:i}]}}",
+                         "name", "web", "hostname", "web1", "plan", "cpuCores", 2, "cpuThreads", 2, "ramMB", 2048,
+                         "storageMB", 2048, "networkSpeedLimitMbps", 100, "bandwidthLimitGb", 1000, "maxSnapshots", 2,
+                         "template", "id", "debian", "imageSlug", "12", "os", "linux", "vmPassword", "Secret#123",
+                         "inputs", "role", "web", "network", "ipv4", "address", "203.0.113.10", "prefix", 24);
 }
 
 static void test_kinds(void **state)
@@ -138,7 +139,7 @@ static void test_kinds(void **state)
                 "vps.reinstall",       "vps.upgrade",        "vps.delete",         "vps.snapshot.create",
                 "vps.snapshot.list",   "vps.snapshot.revert", "vps.snapshot.delete", "vps.backup.create",
                 "vps.backup.list",     "vps.backup.restore", "vps.backup.delete",  "vps.backup.export",
-                "vps.backup.import",
+                "vps.backup.import",   "vps.network.set",
         };
         size_t n = 0;
         for (const struct job_kind *const *k = vps_job_kinds; *k; k++) {
@@ -172,7 +173,9 @@ static void test_create_power_status(void **state)
         assert_string_equal(json_string_value(json_object_get(srv, "id")), ID1);
         assert_string_equal(json_string_value(json_object_get(srv, "state")), "running");
         assert_int_equal(json_integer_value(json_object_get(srv, "cpuThreads")), 2);
-        assert_true(json_is_array(json_object_get(srv, "ipAddresses")));
+        /* The assignment, not what ARP shows. */
+        assert_int_equal(json_array_size(json_object_get(srv, "ipAddresses")), 1);
+        assert_string_equal(json_string_value(json_array_get(json_object_get(srv, "ipAddresses"), 0)), "203.0.113.10");
         assert_string_equal(json_string_value(json_object_get(json_object_get(srv, "template"), "os")), "linux");
         assert_int_equal(ctx.n_stages, 4);
         assert_string_equal(ctx.stages[0], "preparing-disk");

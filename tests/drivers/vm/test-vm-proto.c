@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <arpa/inet.h>
 #include <string.h>
 
 #include "common/json-cleanup.h"
@@ -118,10 +119,134 @@ static void test_ssh_key_rule(void **state)
 
 static json_t *create_params(void)
 {
-        return json_pack("{s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:s, s:s, s:s}, s:s}", "name", "web",
-                         "hostname", "web1", "plan", "cpuCores", 2, "cpuThreads", 2, "ramMB", 2048, "storageMB", 20480,
-                         "networkSpeedLimitMbps", 100, "bandwidthLimitGb", 1000, "maxSnapshots", 3, "template", "id",
-                         "debian", "imageSlug", "12", "os", "linux", "vmPassword", "Secret#123");
+        return json_pack("{s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:s, s:s, s:s}, s:s, s:{s:[{s:s, s:i}]}}",
+                         "name", "web", "hostname", "web1", "plan", "cpuCores", 2, "cpuThreads", 2, "ramMB", 2048,
+                         "storageMB", 20480, "networkSpeedLimitMbps", 100, "bandwidthLimitGb", 1000, "maxSnapshots", 3,
+                         "template", "id", "debian", "imageSlug", "12", "os", "linux", "vmPassword", "Secret#123",
+                         "network", "ipv4", "address", "203.0.113.10", "prefix", 24);
+}
+
+/* network: decoded, and every problem under its own field. */
+static void test_network_decode(void **state)
+{
+        struct na_error err = NA_ERROR_INIT;
+        struct proto_vps_network_set *p = NULL;
+        _cleanup_json_ json_t *ok = json_loads(
+                "{\"network\": {\"ipv4\": [{\"address\": \"203.0.113.10\", \"prefix\": 24},"
+                " {\"address\": \"198.51.100.7\", \"prefix\": 32}],"
+                " \"ipv6\": [{\"address\": \"2001:db8:1::10\", \"prefix\": 64}],"
+                " \"dns\": [\"192.0.2.53\", \"2001:db8::53\"]}}", 0, NULL);
+        assert_int_equal(proto_vps_network_set_decode(ok, &p, &err), 0);
+        assert_int_equal(p->network.n_ipv4, 2);
+        assert_int_equal(p->network.n_ipv6, 1);
+        assert_int_equal(p->network.n_dns, 2);
+        assert_string_equal(p->network.ipv4[1].text, "198.51.100.7");
+        assert_int_equal(p->network.ipv6[0].prefix, 64);
+        assert_int_equal(p->network.dns[1].family, AF_INET6);
+        /* Encoded back, decoded again: the same network. */
+        _cleanup_json_ json_t *back = proto_vps_network_encode(&p->network);
+        struct proto_vps_network again;
+        assert_int_equal(proto_vps_network_decode(back, "network", &again, &err), 0);
+        assert_true(proto_vps_network_equal(&again, &p->network));
+        char field[64];
+        assert_null(proto_vps_network_overlap(&again, &(struct proto_vps_network){ 0 }, field));
+        const struct proto_vps_addr *a = proto_vps_network_overlap(&again, &p->network, field);
+        assert_non_null(a);
+        assert_string_equal(field, "network.ipv4.0.address");
+        proto_vps_network_set_free(p);
+
+        /* IPv6 only is an address; none at all is not. */
+        _cleanup_json_ json_t *v6 = json_loads("{\"network\": {\"ipv6\": [{\"address\": \"2001:db8::5\", \"prefix\": 128}]}}",
+                                               0, NULL);
+        assert_int_equal(proto_vps_network_set_decode(v6, &p, &err), 0);
+        proto_vps_network_set_free(p);
+        _cleanup_json_ json_t *none = json_loads("{\"network\": {\"ipv4\": [], \"dns\": [\"192.0.2.53\"]}}", 0, NULL);
+        assert_int_equal(proto_vps_network_set_decode(none, &p, &err), -EINVAL);
+        expect_fields(&err, "network", "no address");
+        na_error_clear(&err);
+        _cleanup_json_ json_t *missing = json_object();
+        assert_int_equal(proto_vps_network_set_decode(missing, &p, &err), -EINVAL);
+        expect_fields(&err, "network", "no network");
+        na_error_clear(&err);
+
+        /* Every problem at once, each under its own field. */
+        static const struct {
+                const char *json, *field, *what;
+        } bad[] = {
+                { "{\"address\": \"203.0.113.010\", \"prefix\": 24}", "network.ipv4.0.address", "leading zero" },
+                { "{\"address\": \"203.0.113.10\", \"prefix\": 33}", "network.ipv4.0.prefix", "prefix > 32" },
+                { "{\"address\": \"203.0.113.10\", \"prefix\": 4}", "network.ipv4.0.prefix", "prefix < 8" },
+                { "{\"address\": \"224.0.0.1\", \"prefix\": 32}", "network.ipv4.0.address", "multicast" },
+                { "{\"address\": \"127.0.0.1\", \"prefix\": 32}", "network.ipv4.0.address", "loopback" },
+                { "{\"address\": \"169.254.0.1\", \"prefix\": 32}", "network.ipv4.0.address", "link-local" },
+                { "{\"address\": \"255.255.255.255\", \"prefix\": 32}", "network.ipv4.0.address", "broadcast" },
+                { "{\"address\": \"0.0.0.0\", \"prefix\": 32}", "network.ipv4.0.address", "unspecified" },
+                { "{\"address\": \"203.0.113.0\", \"prefix\": 24}", "network.ipv4.0.address", "network address" },
+                { "{\"address\": \"203.0.113.255\", \"prefix\": 24}", "network.ipv4.0.address", "broadcast of /24" },
+                { "{\"address\": \"2001:db8::1\", \"prefix\": 64}", "network.ipv4.0.address", "v6 in ipv4" },
+                { "{\"prefix\": 24}", "network.ipv4.0.address", "no address" },
+                { "\"203.0.113.10\"", "network.ipv4.0", "not an object" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char text[256];
+                snprintf(text, sizeof(text), "{\"network\": {\"ipv4\": [%s]}}", bad[i].json);
+                _cleanup_json_ json_t *doc = json_loads(text, 0, NULL);
+                assert_non_null(doc);
+                assert_int_equal(proto_vps_network_set_decode(doc, &p, &err), -EINVAL);
+                if (!has_field(&err, bad[i].field))
+                        fail_msg("%s: no _errors for %s in %s", bad[i].what, bad[i].field,
+                                 json_dumps(err.details, JSON_COMPACT));
+                na_error_clear(&err);
+        }
+        static const struct {
+                const char *json, *field, *what;
+        } bad6[] = {
+                { "{\"address\": \"2001:DB8::1\", \"prefix\": 64}", "network.ipv6.0.address", "upper case" },
+                { "{\"address\": \"2001:db8:0:0::1\", \"prefix\": 64}", "network.ipv6.0.address", "not compressed" },
+                { "{\"address\": \"fe80::2\", \"prefix\": 64}", "network.ipv6.0.address", "link-local" },
+                { "{\"address\": \"ff02::1\", \"prefix\": 128}", "network.ipv6.0.address", "multicast" },
+                { "{\"address\": \"::1\", \"prefix\": 128}", "network.ipv6.0.address", "loopback" },
+                { "{\"address\": \"::\", \"prefix\": 128}", "network.ipv6.0.address", "unspecified" },
+                { "{\"address\": \"::ffff:192.0.2.1\", \"prefix\": 128}", "network.ipv6.0.address", "v4-mapped" },
+                { "{\"address\": \"2001:db8:1::\", \"prefix\": 64}", "network.ipv6.0.address", "subnet anycast" },
+                { "{\"address\": \"2001:db8::1\", \"prefix\": 8}", "network.ipv6.0.prefix", "prefix < 16" },
+                { "{\"address\": \"2001:db8::1\", \"prefix\": 129}", "network.ipv6.0.prefix", "prefix > 128" },
+        };
+        for (size_t i = 0; i < sizeof(bad6) / sizeof(bad6[0]); i++) {
+                char text[256];
+                snprintf(text, sizeof(text), "{\"network\": {\"ipv6\": [%s]}}", bad6[i].json);
+                _cleanup_json_ json_t *doc = json_loads(text, 0, NULL);
+                assert_non_null(doc);
+                assert_int_equal(proto_vps_network_set_decode(doc, &p, &err), -EINVAL);
+                if (!has_field(&err, bad6[i].field))
+                        fail_msg("%s: no _errors for %s in %s", bad6[i].what, bad6[i].field,
+                                 json_dumps(err.details, JSON_COMPACT));
+                na_error_clear(&err);
+        }
+
+        /* Duplicates, bounds, resolvers. */
+        _cleanup_json_ json_t *dup = json_loads(
+                "{\"network\": {\"ipv4\": [{\"address\": \"203.0.113.10\", \"prefix\": 24},"
+                " {\"address\": \"203.0.113.10\", \"prefix\": 32}],"
+                " \"dns\": [\"192.0.2.53\", \"192.0.2.53\", \"example.net\", \"224.0.0.251\"]}}", 0, NULL);
+        assert_int_equal(proto_vps_network_set_decode(dup, &p, &err), -EINVAL);
+        assert_true(has_field(&err, "network.ipv4.1.address"));
+        assert_true(has_field(&err, "network.dns")); /* 4 > 3 resolvers */
+        na_error_clear(&err);
+        _cleanup_json_ json_t *dns = json_loads(
+                "{\"network\": {\"ipv4\": [{\"address\": \"203.0.113.10\", \"prefix\": 24}],"
+                " \"dns\": [\"192.0.2.53\", \"192.0.2.53\", \"example.net\"]}}", 0, NULL);
+        assert_int_equal(proto_vps_network_set_decode(dns, &p, &err), -EINVAL);
+        assert_true(has_field(&err, "network.dns.1"));
+        assert_true(has_field(&err, "network.dns.2"));
+        na_error_clear(&err);
+        json_t *many = json_array();
+        for (int i = 0; i < PROTO_VPS_NET_V4_MAX + 1; i++)
+                json_array_append_new(many, json_pack("{s:s, s:i}", "address", "203.0.113.10", "prefix", 32));
+        _cleanup_json_ json_t *big = json_pack("{s:{s:o}}", "network", "ipv4", many);
+        assert_int_equal(proto_vps_network_set_decode(big, &p, &err), -EINVAL);
+        assert_true(has_field(&err, "network.ipv4"));
+        na_error_clear(&err);
 }
 
 static void test_create_decode(void **state)
@@ -143,6 +268,9 @@ static void test_create_decode(void **state)
         assert_string_equal(p->ssh_keys[1], KEY_RSA);
         assert_null(p->ssh_keys[2]);
         assert_int_equal(json_object_size(p->inputs), 3);
+        assert_int_equal(p->network.n_ipv4, 1);
+        assert_string_equal(p->network.ipv4[0].text, "203.0.113.10");
+        assert_int_equal(p->network.ipv4[0].prefix, 24);
         proto_vps_create_free(p);
 
         /* Keys only is fine; nothing at all is not. */
@@ -195,7 +323,7 @@ static void test_create_decode(void **state)
         na_error_clear(&err);
         _cleanup_json_ json_t *empty = json_object();
         assert_int_equal(proto_vps_create_decode(empty, &p, &err), -EINVAL);
-        expect_fields(&err, "name,hostname,plan,template", "empty");
+        expect_fields(&err, "name,hostname,plan,template,network", "empty");
         na_error_clear(&err);
 }
 
@@ -515,6 +643,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hostname_rule),  cmocka_unit_test(test_password_rule),
                 cmocka_unit_test(test_ssh_key_rule),   cmocka_unit_test(test_create_decode),
+                cmocka_unit_test(test_network_decode),
                 cmocka_unit_test(test_small_decoders), cmocka_unit_test(test_reinstall_table),
                 cmocka_unit_test(test_reinstall_ops),  cmocka_unit_test(test_encoders),
         };

@@ -195,7 +195,7 @@ static void test_seed_write(void **state)
         assert_int_equal(vm_meta_set_keys(&m, keys, &err), 0);
         m.inputs = json_pack("{s:s}", "role", "web");
 
-        assert_int_equal(vm_seed_write(&m, "52:54:00:01:02:03", t->path, &err), 0);
+        assert_int_equal(vm_seed_write(&m, "52:54:00:01:02:03", NULL, t->path, &err), 0);
         struct stat st;
         assert_int_equal(stat(t->path, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0600);
@@ -205,7 +205,7 @@ static void test_seed_write(void **state)
         assert_false(vmf_exists(partial));
 
         _cleanup_free_ char *md = NULL, *ud = NULL, *nc = NULL;
-        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", &md, &ud, &nc, &err), 0);
+        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", NULL, &md, &ud, &nc, &err), 0);
         const struct vm_iso_file files[] = {
                 { "meta-data", md, strlen(md) },
                 { "user-data", ud, strlen(ud) },
@@ -218,9 +218,9 @@ static void test_seed_write(void **state)
 
         /* Written again over itself (a reinstall), it is still the new seed only. */
         m.generation = 3;
-        assert_int_equal(vm_seed_write(&m, "52:54:00:01:02:03", t->path, &err), 0);
+        assert_int_equal(vm_seed_write(&m, "52:54:00:01:02:03", NULL, t->path, &err), 0);
         _cleanup_free_ char *md3 = NULL, *ud3 = NULL, *nc3 = NULL;
-        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", &md3, &ud3, &nc3, &err), 0);
+        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", NULL, &md3, &ud3, &nc3, &err), 0);
         assert_non_null(strstr(md3, "-3\""));
         const struct vm_iso_file files3[] = {
                 { "meta-data", md3, strlen(md3) },
@@ -322,7 +322,7 @@ static void test_seed_write_fails(void **state)
         char path[256];
         snprintf(path, sizeof(path), "%s/no-such-dir/seed.iso", t->dir);
         struct na_error err = NA_ERROR_INIT;
-        assert_true(vm_seed_write(&m, "52:54:00:01:02:03", path, &err) < 0);
+        assert_true(vm_seed_write(&m, "52:54:00:01:02:03", NULL, path, &err) < 0);
         assert_non_null(strstr(err.message, "vps 6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b: seed: create "));
         assert_non_null(strstr(err.message, "No such file or directory"));
         na_error_clear(&err);

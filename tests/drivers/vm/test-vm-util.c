@@ -108,6 +108,16 @@ static void test_domain_xml(void **state)
         assert_null(strstr(xml, "host-passthrough"));
         assert_null(strstr(xml, "<boot dev='hd'/>"));
         free(xml);
+
+        /* Bridged: the same tap, in the operator's bridge. */
+        s.bridge = "br-public";
+        xml = vm_domain_xml(&s);
+        assert_non_null(strstr(xml, "<interface type='bridge'>"));
+        assert_non_null(strstr(xml, "<source bridge='br-public'/>"));
+        assert_non_null(strstr(xml, "<target dev='nav6f1c2a3b4c5d'/>"));
+        assert_null(strstr(xml, "type='ethernet'"));
+        assert_null(strstr(xml, "managed="));
+        free(xml);
         vm_meta_clear(&m);
 
         char *t = vm_xml_text("<a><description>x &lt;&amp;&gt; &#10;y</description><domain ><description>no</description>",
@@ -137,7 +147,7 @@ static void test_seed_documents(void **state)
         m.inputs = json_pack("{s:s}", "role", "web");
 
         char *md = NULL, *ud = NULL, *nc = NULL;
-        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", &md, &ud, &nc, &err), 0);
+        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", NULL, &md, &ud, &nc, &err), 0);
         _cleanup_json_ json_t *meta = json_loads(md, 0, NULL);
         assert_string_equal(json_string_value(json_object_get(meta, "instance-id")), ID1 "-3");
         assert_string_equal(json_string_value(json_object_get(meta, "local-hostname")), "web1");
@@ -163,7 +173,7 @@ static void test_seed_documents(void **state)
         /* Keys only: the password login is locked. */
         free(m.password_hash);
         m.password_hash = NULL;
-        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", &md, &ud, &nc, &err), 0);
+        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", NULL, &md, &ud, &nc, &err), 0);
         _cleanup_json_ json_t *user2 = json_loads(ud + 14, 0, NULL);
         root = json_array_get(json_object_get(user2, "users"), 0);
         assert_true(json_is_true(json_object_get(root, "lock_passwd")));
@@ -176,7 +186,7 @@ static void test_seed_documents(void **state)
         /* A password and no key: no ssh_authorized_keys at all (cloud-init's schema wants at least one item). */
         assert_int_equal(vm_password_hash("Secret#123", &m.password_hash, &err), 0);
         assert_int_equal(vm_meta_set_keys(&m, NULL, &err), 0);
-        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", &md, &ud, &nc, &err), 0);
+        assert_int_equal(vm_seed_documents(&m, "52:54:00:01:02:03", NULL, &md, &ud, &nc, &err), 0);
         _cleanup_json_ json_t *user3 = json_loads(ud + 14, 0, NULL);
         root = json_array_get(json_object_get(user3, "users"), 0);
         assert_non_null(json_object_get(root, "hashed_passwd"));
@@ -184,6 +194,82 @@ static void test_seed_documents(void **state)
         free(md);
         free(ud);
         free(nc);
+        vm_meta_clear(&m);
+}
+
+static void set_network(struct vm_meta *m, const char *text)
+{
+        json_t *doc = json_loads(text, 0, NULL);
+        struct na_error err = NA_ERROR_INIT;
+        assert_non_null(doc);
+        assert_int_equal(proto_vps_network_decode(doc, "network", &m->network, &err), 0);
+        m->has_network = true;
+        json_decref(doc);
+}
+
+static json_t *seed_network(const struct vm_meta *m, const struct vm_netcfg *net, json_t **ret_user)
+{
+        struct na_error err = NA_ERROR_INIT;
+        char *md = NULL, *ud = NULL, *nc = NULL;
+        assert_int_equal(vm_seed_documents(m, "52:54:00:01:02:03", net, &md, &ud, &nc, &err), 0);
+        json_t *doc = json_loads(nc, 0, NULL);
+        assert_non_null(doc);
+        *ret_user = json_loads(ud + 14, 0, NULL);
+        free(md);
+        free(ud);
+        free(nc);
+        json_t *eth = json_incref(json_object_get(json_object_get(doc, "ethernets"), "primary"));
+        json_decref(doc);
+        assert_non_null(eth);
+        return eth;
+}
+
+/* The network-config the guest boots with: static, as the mode says; DHCP for a server made before. */
+static void test_seed_network(void **state)
+{
+        struct vm_meta m;
+        fill_meta(&m);
+        char *keys[] = { (char *)"ssh-ed25519 AAAA k1", NULL };
+        struct na_error err = NA_ERROR_INIT;
+        assert_int_equal(vm_meta_set_keys(&m, keys, &err), 0);
+
+        /* Made before servers had a network: DHCP as it was, and no network updates. */
+        json_t *user = NULL;
+        json_t *eth = seed_network(&m, NULL, &user);
+        assert_true(json_is_true(json_object_get(eth, "dhcp4")));
+        assert_null(json_object_get(eth, "addresses"));
+        assert_null(json_object_get(user, "updates"));
+        json_decref(eth);
+        json_decref(user);
+
+        set_network(&m, "{\"ipv4\": [{\"address\": \"203.0.113.10\", \"prefix\": 24}],"
+                        " \"ipv6\": [{\"address\": \"2001:db8:1::10\", \"prefix\": 64}],"
+                        " \"dns\": [\"192.0.2.53\", \"2001:db8::53\"]}");
+        /* Routed (the default): each address alone, the link-local next hop on link. */
+        eth = seed_network(&m, NULL, &user);
+        _cleanup_free_ char *text = json_dumps(eth, JSON_COMPACT | JSON_SORT_KEYS);
+        assert_string_equal(text,
+                            "{\"accept-ra\":false,\"addresses\":[\"203.0.113.10/32\",\"2001:db8:1::10/128\"],"
+                            "\"dhcp4\":false,\"dhcp6\":false,\"match\":{\"macaddress\":\"52:54:00:01:02:03\"},"
+                            "\"nameservers\":{\"addresses\":[\"192.0.2.53\",\"2001:db8::53\"]},"
+                            "\"routes\":[{\"on-link\":true,\"to\":\"0.0.0.0/0\",\"via\":\"169.254.0.1\"},"
+                            "{\"on-link\":true,\"to\":\"::/0\",\"via\":\"fe80::1\"}],\"set-name\":\"eth0\"}");
+        /* vps.network.set rewrites the seed under the same instance-id: read again at every boot. */
+        assert_string_equal(json_string_value(json_array_get(
+                                    json_object_get(json_object_get(json_object_get(user, "updates"), "network"), "when"), 0)),
+                            "boot");
+        json_decref(eth);
+        json_decref(user);
+
+        /* Bridged: the prefixes as given and the operator's gateways (none for v6 here). */
+        struct vm_netcfg bridged = { .mode = VM_NET_BRIDGED, .bridge = "br0", .gateway4 = "203.0.113.1" };
+        eth = seed_network(&m, &bridged, &user);
+        _cleanup_free_ char *btext = json_dumps(json_object_get(eth, "addresses"), JSON_COMPACT);
+        assert_string_equal(btext, "[\"203.0.113.10/24\",\"2001:db8:1::10/64\"]");
+        _cleanup_free_ char *rtext = json_dumps(json_object_get(eth, "routes"), JSON_COMPACT | JSON_SORT_KEYS);
+        assert_string_equal(rtext, "[{\"to\":\"0.0.0.0/0\",\"via\":\"203.0.113.1\"}]");
+        json_decref(eth);
+        json_decref(user);
         vm_meta_clear(&m);
 }
 
@@ -201,8 +287,16 @@ static void test_meta_roundtrip(void **state)
         m.kernel = strdup("/img/k");
         m.cmdline = strdup("console=ttyS0");
         m.installing = true;
+        /* Without a network first (a server made before): loaded without one. */
         assert_int_equal(vm_meta_save(dir, &m, &err), 0);
         assert_int_equal(vm_meta_load(dir, ID1, &back, &err), 0);
+        assert_false(back.has_network);
+        vm_meta_clear(&back);
+        set_network(&m, "{\"ipv6\": [{\"address\": \"2001:db8:1::10\", \"prefix\": 64}], \"dns\": [\"192.0.2.53\"]}");
+        assert_int_equal(vm_meta_save(dir, &m, &err), 0);
+        assert_int_equal(vm_meta_load(dir, ID1, &back, &err), 0);
+        assert_true(back.has_network);
+        assert_true(proto_vps_network_equal(&back.network, &m.network));
         assert_string_equal(back.name, m.name);
         assert_string_equal(back.hostname, "web1");
         assert_int_equal(back.plan.storage_mb, 20480);
@@ -437,6 +531,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_domain_xml),     cmocka_unit_test(test_seed_documents),
+                cmocka_unit_test(test_seed_network),
                 cmocka_unit_test(test_meta_roundtrip), cmocka_unit_test(test_templates),
                 cmocka_unit_test(test_archive_and_spawn), cmocka_unit_test(test_spawn_cancel),
         };

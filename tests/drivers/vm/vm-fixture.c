@@ -231,6 +231,26 @@ void vmf_teardown(struct vm_fixture *f)
         pthread_mutex_destroy(&f->lock);
 }
 
+void vmf_network_json(const char *text, struct proto_vps_network *out)
+{
+        json_t *doc = json_loads(text, 0, NULL);
+        struct na_error err = NA_ERROR_INIT;
+        if (!doc || proto_vps_network_decode(doc, "network", out, &err) < 0) {
+                fprintf(stderr, "vmf_network_json: %s: %s\n", text, doc ? err.message : "not JSON");
+                abort();
+        }
+        json_decref(doc);
+}
+
+void vmf_network(const char *id, struct proto_vps_network *out)
+{
+        char hex[9] = { 0 }, text[128];
+        memcpy(hex, id, 8);
+        snprintf(text, sizeof(text), "{\"ipv4\": [{\"address\": \"203.0.113.%lu\", \"prefix\": 24}]}",
+                 strtoul(hex, NULL, 16) % 250 + 2);
+        vmf_network_json(text, out);
+}
+
 struct vm_create_spec vmf_spec(const char *id)
 {
         static const struct proto_vps_plan plan = {
@@ -242,7 +262,7 @@ struct vm_create_spec vmf_spec(const char *id)
                 .bandwidth_limit_gb = 1000,
                 .max_snapshots = 3,
         };
-        return (struct vm_create_spec){
+        struct vm_create_spec spec = {
                 .id = id,
                 .name = "web server",
                 .hostname = "web1",
@@ -250,6 +270,8 @@ struct vm_create_spec vmf_spec(const char *id)
                 .tmpl = { .id = "debian", .image_slug = "12", .os = PROTO_VPS_OS_LINUX },
                 .password = "Secret#123",
         };
+        vmf_network(id, &spec.network);
+        return spec;
 }
 
 int vmf_cmocka_setup(void **state)

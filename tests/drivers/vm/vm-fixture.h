@@ -40,8 +40,12 @@ int vmf_cmocka_teardown(void **state);
 
 /* Whether the lifecycle callback saw "<id> <state>". */
 bool vmf_saw_event(struct vm_fixture *f, const char *id, const char *state);
-/* A create spec for id with sane defaults (template debian 12, password). */
+/* A create spec for id with sane defaults (template debian 12, password, the address vmf_network gives). */
 struct vm_create_spec vmf_spec(const char *id);
+/* One address of TEST-NET-3 for id: 203.0.113.N/24, N from the id's first 8 hex digits (2..251). */
+void vmf_network(const char *id, struct proto_vps_network *out);
+/* A network from its JSON text ({"ipv4": [...], ...}); aborts when it does not decode. */
+void vmf_network_json(const char *json, struct proto_vps_network *out);
 /* Path helpers under the fixture. */
 void vmf_path(const struct vm_fixture *f, char *buf, size_t len, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
