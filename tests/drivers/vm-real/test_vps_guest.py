@@ -31,6 +31,8 @@ from nodeagent_harness import SRC, Setup, Skip, check, needs, run_cases, wait_fo
 
 GUESTIMAGE = os.path.join(SRC, "tests", "harness", "guestimage.py")
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl op@example"
+NET = {"ipv4": [{"address": "203.0.113.30", "prefix": 32}], "ipv6": [{"address": "2001:db8:1::30", "prefix": 64}],
+       "dns": ["203.0.113.53"]}
 PLAN = {"cpuCores": 1, "cpuThreads": 1, "ramMB": 768, "storageMB": 3072, "networkSpeedLimitMbps": 0,
         "bandwidthLimitGb": 0, "maxSnapshots": 2}
 
@@ -115,7 +117,7 @@ def run(s, info):
     srv = Server(s, vps)
     t0 = time.time()
     created = srv.job("vps.create", {"name": "guest-1", "hostname": "guest-1", "plan": PLAN, "vmPassword": "Sup3r!secret",
-                                     "sshPublicKeys": [KEY],
+                                     "sshPublicKeys": [KEY], "network": NET,
                                      "template": {"id": info["template"], "imageSlug": "bookworm-" + info["key"][:8],
                                                   "os": "linux"}})
     check(created["state"] == "running", created)

@@ -87,7 +87,9 @@ def run(a, b, store):
     vps = str(uuid.uuid4())
     params = {"name": "web-1", "hostname": "web-1", "plan": PLAN,
               "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
-              "vmPassword": "Sup3r!secret", "sshPublicKeys": [KEY]}
+              "vmPassword": "Sup3r!secret", "sshPublicKeys": [KEY],
+              "network": {"ipv4": [{"address": "203.0.113.20", "prefix": 32}],
+                          "ipv6": [{"address": "2001:db8:1::20", "prefix": 64}], "dns": ["203.0.113.53"]}}
 
     # Node A: the server, bytes in its disk, reinstalled once (its cloud-init instance moves on).
     job(a, "vps.create", vps, params)
