@@ -13,20 +13,30 @@ through its QEMU guest agent (vps.exec):
     after it, vps.backup.restore: the server boots with the file as it was;
     vps.backup.delete through the link;
   - vps.upgrade: a larger disk seen by the running guest; more memory answered with
-    restartRequired.
+    restartRequired;
+  - the server's network, routed mode (the default): the guest configures its addresses
+    from the seed alone (no DHCP), and OpenSSH from a host on the node's uplink (a
+    namespace outside the node's) logs in on its public IPv4 and IPv6 addresses with
+    the job's key; an address the guest adds by hand cannot send (the guard);
+    vps.network.set routes a new address at once and the guest has it after its next
+    boot; vps.firewall.set dropping TCP 22 from one source drops that source's SSH and
+    not another's.
 
-The network parts of the issue (SSH from outside, spoofing, the firewall on a guest's
-traffic) need the server's network and are not here. Figures (build, create to the
-guest agent answering, exec round trip, live backup and restore) are printed."""
+Bridged mode with a real guest is not here (tests/agent/kinds/vps: vps-bridged, with a
+veth for the tap). Figures (build, create to the guest agent answering, exec round
+trip, live backup and restore) are printed."""
 import json
 import os
+import subprocess
 import sys
 import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "agent", "kinds", "vps"))
 import vmreal  # noqa: E402
+from test_vps import UDP_ASK, UDP_ECHO, ip  # noqa: E402
 from nodeagent_harness import SRC, Setup, Skip, check, needs, run_cases, wait_for  # noqa: E402
 
 GUESTIMAGE = os.path.join(SRC, "tests", "harness", "guestimage.py")
@@ -39,7 +49,6 @@ PLAN = {"cpuCores": 1, "cpuThreads": 1, "ramMB": 768, "storageMB": 3072, "networ
 
 def guest_template():
     """The cached template directory (built here, before any job: it downloads)."""
-    import subprocess
     t0 = time.time()
     r = subprocess.run([sys.executable, GUESTIMAGE, "build", "--json"], capture_output=True, text=True)
     check(r.returncode == 0, f"guestimage.py failed: {r.stderr[-3000:]}")
@@ -53,8 +62,7 @@ def conf_for(info):
     def conf(s):
         return {"vm": {"uri": vmreal.URI, "templates_file": os.path.join(info["dir"], "templates.json"),
                        "images_dir": info["dir"], "domain_type": "qemu",
-                       "storage_dir": os.path.join(s.tmp, "disks")},
-                "firewall": {"enabled": "false"}}
+                       "storage_dir": os.path.join(s.tmp, "disks"), "network_mode": "routed", "uplink": "upl0"}}
     return conf
 
 
@@ -95,13 +103,16 @@ class Server:
 def guest():
     if os.geteuid() != 0:
         raise Skip("a real libvirtd needs root")
+    if os.environ.get("NA_TEST_NO_FIREWALL"):
+        raise Skip("needs a private network namespace")
     info = guest_template()
-    vmreal.prepare()
+    up = uplink()
+    vmreal.prepare()  # libvirtd in this namespace: the server's tap is made here
     s = None
     failed = True
     try:
         s = Setup(agent_conf=conf_for(info), controller_extra=["--lease-sec", "15"])
-        run(s, info)
+        run(s, info, up)
         failed = False
     finally:
         if s:
@@ -110,14 +121,50 @@ def guest():
             if vps:
                 vmreal.forget(vps)
         vmreal.stop()
+        subprocess.run(["ip", "netns", "del", up], capture_output=True)
 
 
-def run(s, info):
+def uplink():
+    """The node's uplink (upl0, in this case's namespace) and a host on it, in a namespace
+    of its own: 203.0.113.50 and .51, 2001:db8:1::50, on the servers' subnets."""
+    up = f"nag-up-{os.getpid()}"
+    ip("netns", "add", up)
+    ip("-n", up, "link", "set", "lo", "up")
+    for k in ("net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding", "net/ipv6/conf/all/proxy_ndp"):
+        with open(f"/proc/sys/{k}", "w") as f:
+            f.write("1")
+    ip("link", "add", "upl0", "type", "veth", "peer", "name", "eth0", "netns", up)
+    ip("addr", "add", "203.0.113.1/24", "dev", "upl0")
+    ip("addr", "add", "2001:db8:1::1/64", "dev", "upl0", "nodad")
+    ip("link", "set", "upl0", "up")
+    for a in ("203.0.113.50/24", "203.0.113.51/24"):
+        ip("-n", up, "addr", "add", a, "dev", "eth0")
+    ip("-n", up, "addr", "add", "2001:db8:1::50/64", "dev", "eth0", "nodad")
+    ip("-n", up, "link", "set", "eth0", "up")
+    return up
+
+
+def ssh(s, up, addr, src=None, timeout=10):
+    """OpenSSH from the uplink's host to root@addr with the job's key: (exit code, output)."""
+    argv = ["ip", "netns", "exec", up, "ssh", "-i", s.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+            "-o", f"ConnectTimeout={timeout}"]
+    if src:
+        argv += ["-b", src]
+    r = subprocess.run(argv + [f"root@{addr}", "hostname"], capture_output=True, text=True, timeout=timeout + 20)
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+
+def run(s, info, up):
     s.vps_id = vps = str(uuid.uuid4())
     srv = Server(s, vps)
+    s.key = os.path.join(s.tmp, "id_ed25519")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", s.key, "-C", "customer"], check=True)
+    with open(s.key + ".pub") as f:
+        key = f.read().strip()
     t0 = time.time()
     created = srv.job("vps.create", {"name": "guest-1", "hostname": "guest-1", "plan": PLAN, "vmPassword": "Sup3r!secret",
-                                     "sshPublicKeys": [KEY], "network": NET,
+                                     "sshPublicKeys": [KEY, key], "network": NET,
                                      "template": {"id": info["template"], "imageSlug": "bookworm-" + info["key"][:8],
                                                   "os": "linux"}})
     check(created["state"] == "running", created)
@@ -134,6 +181,40 @@ def run(s, info):
     wait_for(lambda: srv.sh("getent shadow root | cut -d: -f2")["stdout"].strip() == want_hash, 120,
              "root's password hash from the seed (cloud-init may still run)")
     wait_for(lambda: KEY in srv.sh("cat /root/.ssh/authorized_keys 2>/dev/null")["stdout"], 60, "root's SSH key")
+
+    # Its network, from the seed alone: SSH from outside the node on both addresses.
+    addrs = srv.exec("/sbin/ip", "-o", "addr", "show", "dev", "eth0")["stdout"]
+    check("203.0.113.30/32" in addrs and "2001:db8:1::30/128" in addrs, addrs)
+    t1 = time.time()
+    wait_for(lambda: ssh(s, up, "203.0.113.30") == (0, "guest-1"), 120, "SSH to the server's IPv4 address")
+    print(f"SSH login from the uplink's host {time.time() - t1:.1f} s after the guest agent answered")
+    wait_for(lambda: ssh(s, up, "2001:db8:1::30") == (0, "guest-1"), 60, "SSH to the server's IPv6 address")
+    # An address the guest gives itself cannot send (the guard at its tap).
+    mark = os.path.join(s.tmp, "echo-up")
+    echo = subprocess.Popen(["ip", "netns", "exec", up, sys.executable, "-c", UDP_ECHO, "203.0.113.50", mark])
+    try:
+        wait_for(lambda: os.path.exists(mark), 10, "the uplink host's echo server")
+        srv.exec("/sbin/ip", "addr", "add", "203.0.113.66/32", "dev", "eth0")
+        check(srv.exec("/usr/bin/python3", "-c", UDP_ASK, "203.0.113.50", "203.0.113.30")["stdout"].strip() == "hello",
+              "the server from its own address")
+        check(srv.exec("/usr/bin/python3", "-c", UDP_ASK, "203.0.113.50", "203.0.113.66")["stdout"].strip() ==
+              "timeout", "the server from an address it gave itself")
+        srv.exec("/sbin/ip", "addr", "del", "203.0.113.66/32", "dev", "eth0")
+    finally:
+        echo.kill()
+        echo.wait()
+    # The firewall on real traffic: TCP 22 dropped from .51, not from .50.
+    srv.job("vps.firewall.set", {"enabled": True, "inboundPolicy": "allow", "outboundPolicy": "allow", "rules": [
+        {"type": "inbound", "protocol": "tcp", "port": "22", "source": "203.0.113.51/32", "destination": "any",
+         "action": "deny", "enabled": True, "comment": "no ssh from .51"}]})
+    check(ssh(s, up, "203.0.113.30", src="203.0.113.50") == (0, "guest-1"), "SSH from .50")
+    rc, out = ssh(s, up, "203.0.113.30", src="203.0.113.51", timeout=5)
+    check(rc != 0, ("SSH from .51 got through the firewall", out))
+    srv.job("vps.firewall.set", {"enabled": False, "inboundPolicy": "allow", "outboundPolicy": "allow", "rules": []})
+    # A new address: routed at once; in the guest after its next boot (the restore below).
+    more = dict(NET, ipv4=NET["ipv4"] + [{"address": "203.0.113.32", "prefix": 32}])
+    check(srv.job("vps.network.set", {"network": more}).get("restartRequired") is True, "restartRequired")
+    check("203.0.113.32" in ip("route", "show", "203.0.113.32"), "the new address is routed at once")
 
     # exec: outputs, exit codes, signals, truncation, timeouts.
     r = srv.sh("echo out; echo err >&2; exit 3")
@@ -169,6 +250,9 @@ def run(s, info):
     t_restore = time.time() - t1
     srv.wait_agent("after the restore")
     check(srv.exec("/bin/cat", "/root/data.txt")["stdout"] == "before\n", "the file as it was at the backup")
+    wait_for(lambda: "203.0.113.32/32" in srv.exec("/sbin/ip", "-o", "addr", "show", "dev", "eth0")["stdout"], 60,
+             "the new address inside the guest after its boot")
+    wait_for(lambda: ssh(s, up, "203.0.113.32") == (0, "guest-1"), 60, "SSH to the new address")
     print(f"live backup of the {PLAN['storageMB']} MB disk: {t_backup:.1f} s ({b['sizeBytes'] >> 20} MiB), "
           f"restore {t_restore:.1f} s + boot")
     srv.job("vps.backup.delete", {"backupId": "live-1"})
