@@ -2,6 +2,7 @@
 #include "drivers/app/oci/app-rootfs.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -145,14 +146,11 @@ int app_rootfs_is_mounted(const char *app_dir, bool *ret, struct na_error *err)
         int r = check_dir("app directory", app_dir, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *merged = app_rootfs_path(app_dir), *fstype = NULL;
+        _cleanup_free_ char *merged = app_rootfs_path(app_dir);
         if (!merged)
                 return na_error_sys(err, ENOMEM, "rootfs");
-        r = app_mountinfo_find(MOUNTINFO, merged, &fstype, NULL, err);
-        if (r < 0 && r != -ENOENT)
-                return na_error_prefix(err, "rootfs %s", merged);
-        *ret = r == 0 && streq(fstype, "overlay");
-        return 0;
+        r = app_mount_is(merged, "overlay", OVERLAYFS_SUPER_MAGIC, ret, err);
+        return r < 0 ? na_error_prefix(err, "rootfs %s", merged) : 0;
 }
 
 int app_rootfs_mount_at(const char *lower, const char *app_dir, const char *layer_dir, uid_t uid, gid_t gid,
