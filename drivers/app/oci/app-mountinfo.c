@@ -126,11 +126,19 @@ int app_mountinfo_find(const char *mountinfo, const char *point, char **ret_fsty
 int app_mount_is(const char *point, const char *fstype, long fs_magic, bool *ret, struct na_error *err)
 {
         struct statx stx;
-        if (statx(AT_FDCWD, point, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &stx) == 0 &&
-            (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)) {
+        if (statx(AT_FDCWD, point, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &stx) < 0) {
+                if (errno == ENOENT || errno == ENOTDIR) {
+                        *ret = false; /* nothing is mounted where nothing is (a backup's snapshot, at each open) */
+                        return 0;
+                }
+        } else if (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) {
                 struct statfs sf;
                 if (!(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
                         *ret = false;
+                        return 0;
+                }
+                if (!fstype) {
+                        *ret = true;
                         return 0;
                 }
                 if (statfs(point, &sf) == 0) {
@@ -138,12 +146,12 @@ int app_mount_is(const char *point, const char *fstype, long fs_magic, bool *ret
                         return 0;
                 }
         }
-        /* Not there, or a kernel without STATX_ATTR_MOUNT_ROOT (before 5.8): the file says. */
+        /* A kernel without STATX_ATTR_MOUNT_ROOT (before 5.8), or statx or statfs refused: the file says. */
         _cleanup_free_ char *found = NULL;
         int r = app_mountinfo_find("/proc/self/mountinfo", point, &found, NULL, err);
         if (r < 0 && r != -ENOENT)
                 return r;
-        *ret = r == 0 && streq(found, fstype);
+        *ret = r == 0 && (!fstype || streq(found, fstype));
         return 0;
 }
 

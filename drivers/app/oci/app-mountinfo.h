@@ -33,7 +33,7 @@ int app_mountinfo_find(const char *mountinfo, const char *point, char **ret_fsty
 
 /*
  * Whether the top mount at point is a file system of type fstype (its statfs magic
- * fs_magic): from statx's STATX_ATTR_MOUNT_ROOT and statfs when the kernel has them,
+ * fs_magic; fstype NULL: any mount): from statx's STATX_ATTR_MOUNT_ROOT and statfs when the kernel has them,
  * else from /proc/self/mountinfo. The file is read only then: on a node with 1,000 apps
  * it has some 4,000 lines, and an app's start asked twice.
  */
