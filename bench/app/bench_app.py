@@ -67,10 +67,11 @@ enqueue -> the monitor's main 11.3 ms (the agent's 6.5 ms, the exec helper's dou
 and the exec), its delete helper forked 4.3 ms, ring open 2.6 ms, control socket 2.2 ms,
 then `crun run` 57.9 ms (bare crun: 54 ms), cgroups joined and seccomp 2 ms, the first
 line 0.5 ms later (these include the timestamps' own file writes, about 0.5 ms each). So
-about 20 ms are the agent's, the exec helper's and the monitor's before crun starts. Not
-done yet: forking crun first and opening the ring and socket while it runs (crun's 55 ms
-are idle time for the monitor; the failure paths must then delete the container). At
-scale the monitor's private mount namespace (a cgroup-hybrid host only) dominates:
+about 20 ms are the agent's, the exec helper's and the monitor's before crun starts. Tried
+and dropped: forking crun first and opening the ring and socket while it runs (a failure
+then deletes what crun made); A/B on this 2-core machine, 40 starts each, interleaved:
+first line p50 53.2 ms before, 64.0 ms with it (the set-up competes with crun for the
+CPUs). At scale the monitor's private mount namespace (a cgroup-hybrid host only) dominates:
 unshare(CLONE_NEWNS) and MS_REC|MS_PRIVATE copy and walk every mount of the node, about
 4 per app: some 55 ms a start with 3,000 mounts against 2 ms with 200, which is most of
 why 1,000 starts take far longer than 1,000 x one start.
