@@ -74,7 +74,8 @@ struct app_options {
         const char *registry_username, *registry_password; /* optional */
         bool allow_insecure_http;     /* a loopback http:// registry, for tests */
         uint32_t id_base;             /* first subordinate id of the app ranges; 0: the default */
-        unsigned start_stagger_ms;    /* node reboot: between two starts; 0: 2000 */
+        unsigned start_stagger_ms;    /* node reboot: between two starts; 0: none ([apps] restart_stagger_sec) */
+        unsigned start_parallel;      /* node reboot: starts at once when due together; 0: 4 (node_parallel_jobs) */
         unsigned crash_backoff_ms[APP_RESTART_MAX]; /* the crash rule's waits (drivers/app-restart.h); zeros: its defaults */
         app_event_fn on_event;
         app_cgroup_fn on_cgroup;

@@ -302,7 +302,35 @@ void proto_app_deploy_free(struct proto_app_deploy *p)
         proto_strv_free(p->tmpl.env);
         if (p->root)
                 json_decref(p->root);
+        free(p->strings);
         free(p);
+}
+
+int proto_app_deploy_own(struct proto_app_deploy *p)
+{
+        const char **field[] = { &p->name,      &p->hostname,           &p->version,   &p->sftp_username,
+                                 &p->group_id,  &p->tmpl.id,            &p->tmpl.volume_path, &p->tmpl.stop.line,
+                                 &p->tmpl.user, &p->tmpl.started_pattern, &p->plan.id };
+        size_t total = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(field); i++)
+                if (*field[i])
+                        total += strlen(*field[i]) + 1;
+        char *block = malloc(total ? total : 1), *w = block;
+        if (!block)
+                return -ENOMEM;
+        for (size_t i = 0; i < ARRAY_SIZE(field); i++)
+                if (*field[i]) {
+                        size_t n = strlen(*field[i]) + 1;
+                        memcpy(w, *field[i], n);
+                        *field[i] = w;
+                        w += n;
+                }
+        free(p->strings);
+        p->strings = block;
+        if (p->root)
+                json_decref(p->root);
+        p->root = NULL;
+        return 0;
 }
 
 int proto_app_deploy_decode(json_t *params, struct proto_app_deploy **ret, struct na_error *err)

@@ -140,8 +140,16 @@ struct proto_app_plan {
         int64_t pids;            /* 16..65536, default 512 */
 };
 
+/*
+ * The strings of a decoded deploy are borrowed from its params document (root), until
+ * proto_app_deploy_own() copies them into one block of their own and drops the
+ * document: an app keeps its deploy for its whole life, and the document's JSON tree
+ * cost about 3 KB an app where the strings take a few hundred bytes. A borrowed string
+ * added here must be added to proto_app_deploy_own() too (tests/proto checks each).
+ */
 struct proto_app_deploy {
-        json_t *root;              /* the params document (a reference) */
+        json_t *root;              /* the params document (a reference); NULL once owned */
+        char *strings;             /* proto_app_deploy_own(): the strings below, in one block */
         const char *name;
         const char *hostname;
         enum proto_app_type type;  /* default app */
@@ -153,6 +161,9 @@ struct proto_app_deploy {
         struct proto_app_plan plan;
 };
 int proto_app_deploy_decode(json_t *params, struct proto_app_deploy **ret, struct na_error *err);
+/* The deploy's strings copied into a block of its own and its document dropped (root is
+ * NULL after): what stays in memory is the struct and its strings. -ENOMEM (p unchanged). */
+int proto_app_deploy_own(struct proto_app_deploy *p);
 void proto_app_deploy_free(struct proto_app_deploy *p);
 
 /*

@@ -300,6 +300,7 @@ static int open_apps(struct agent_services *s, struct na_error *err)
                 .allow_insecure_http = cfg->allow_insecure_http,
                 .id_base = (uint32_t)cfg->apps_id_base,
                 .start_stagger_ms = (unsigned)cfg->apps_restart_stagger_sec * 1000,
+                .start_parallel = (unsigned)cfg->node_parallel_jobs,
                 .on_event = app_event,
                 .on_cgroup = app_cgroup,
                 .on_files_off = app_files_off,

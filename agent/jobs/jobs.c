@@ -1,5 +1,6 @@
 #include "agent/jobs/jobs.h"
 
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,6 +59,7 @@ struct jobs {
         struct job_summary recent[RECENT_MAX];
         size_t recent_next, recent_len;
         struct jobs_counters counters;
+        unsigned since_trim; /* loop thread: jobs finished since the heap was last trimmed */
 };
 
 const char *job_state_name(enum job_state s)
@@ -323,6 +325,23 @@ static void post_finished(struct job_ctx *job)
         loop_post_queue(job->jobs->loop, &job->finished_post);
 }
 
+/*
+ * A burst of jobs (a thousand deploys taken at once: their params, results and TLS
+ * buffers) leaves the heap's high-water mark in the agent's resident memory after it is
+ * freed: glibc gives back only the top of the heap. Once the engine is idle again after
+ * TRIM_AFTER_JOBS jobs, the free pages are returned (malloc_trim; a few milliseconds on
+ * the loop thread, at most once per that many jobs).
+ */
+#define TRIM_AFTER_JOBS 32
+
+static void trim_after_burst(struct jobs *jobs)
+{
+        if (++jobs->since_trim < TRIM_AFTER_JOBS || jobs_running(jobs) > 0 || jobs_queued(jobs) > 0)
+                return;
+        jobs->since_trim = 0;
+        malloc_trim(0);
+}
+
 /* Loop thread: the worker is done with job (or it never needed one). */
 static void job_finished(void *userdata)
 {
@@ -356,6 +375,7 @@ static void job_finished(void *userdata)
                         target_drop(jobs, t);
         }
         dispatch(jobs);
+        trim_after_burst(jobs);
 }
 
 /* Loop thread: the latest progress of a running job is ready for its sink. */

@@ -47,13 +47,22 @@ static char **strv_dup(char *const *v)
         return out;
 }
 
-/* A private copy of the params: the job frees its own when it ends. */
+/* A private copy of the params (the job frees its own when it ends), its strings its
+ * own: the app keeps it for its life, without the JSON tree it was decoded from. */
 static int deploy_copy(const struct proto_app_deploy *d, struct proto_app_deploy **ret, struct na_error *err)
 {
         _cleanup_json_ json_t *canon = proto_app_deploy_canonical(d);
         if (!canon)
                 return na_error_sys(err, ENOMEM, "app deploy");
-        return proto_app_deploy_decode(canon, ret, err);
+        int r = proto_app_deploy_decode(canon, ret, err);
+        if (r < 0)
+                return r;
+        if (proto_app_deploy_own(*ret) < 0) {
+                proto_app_deploy_free(*ret);
+                *ret = NULL;
+                return na_error_sys(err, ENOMEM, "app deploy");
+        }
+        return 0;
 }
 
 /*

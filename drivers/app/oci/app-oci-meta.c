@@ -88,6 +88,10 @@ int app_meta_load(struct app_conn *c, const char *id, struct app **ret, struct n
                 app_free(a);
                 return na_error_prefix(err, "%s: its deploy params", path);
         }
+        if (proto_app_deploy_own(a->deploy) < 0) { /* the app keeps the struct, not the JSON tree */
+                app_free(a);
+                return na_error_sys(err, ENOMEM, "app %s", id);
+        }
         json_t *cmd = json_object_get(doc, "command");
         if (json_is_array(cmd) && !(a->command = app_strv_from_json(cmd))) {
                 app_free(a);

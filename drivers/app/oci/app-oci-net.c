@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/timeutil.h"
 #include "drivers/app-routes.h"
 #include "drivers/app/net/app-net.h"
@@ -51,11 +52,19 @@ int app_oci_group_set(struct app_conn *c, const char *id, const char *group_id, 
         int r = change ? app_net_group_set(c->net, id, group_id, err) : 0;
         if (r >= 0 && change) {
                 /* The group is part of the app's record: its deploy params say it. */
-                json_t *root = a->deploy->root;
-                if (json_object_set_new(root, "groupId", group_id ? json_string(group_id) : json_null()) < 0)
+                struct proto_app_deploy *d = NULL;
+                _cleanup_json_ json_t *canon = proto_app_deploy_canonical(a->deploy);
+                if (!canon || json_object_set_new(canon, "groupId", group_id ? json_string(group_id) : json_null()) < 0)
                         r = na_error_sys(err, ENOMEM, "app %s", id);
-                a->deploy->group_id = json_string_value(json_object_get(root, "groupId"));
-                a->updated_ms = (int64_t)na_now_real_ms();
+                else if ((r = proto_app_deploy_decode(canon, &d, err)) >= 0 && proto_app_deploy_own(d) < 0) {
+                        proto_app_deploy_free(d);
+                        r = na_error_sys(err, ENOMEM, "app %s", id);
+                }
+                if (r >= 0) {
+                        proto_app_deploy_free(a->deploy);
+                        a->deploy = d;
+                        a->updated_ms = (int64_t)na_now_real_ms();
+                }
         }
         if (r >= 0 && change)
                 r = app_meta_save(a, err);

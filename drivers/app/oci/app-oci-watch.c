@@ -227,14 +227,71 @@ static void reap_unheard(struct app_conn *c)
         }
 }
 
-/* Restarts that are due, and apps whose monitor is gone without a word. */
+/* One due restart: the app's op_lock is only tried (a job at it: the next tick). */
+static void restart_due(struct app_conn *c, struct app *a, int64_t now)
+{
+        if (pthread_mutex_trylock(&a->op_lock) != 0)
+                return;
+        pthread_mutex_lock(&a->st_lock);
+        bool go = a->restart_at_ms && a->restart_at_ms <= now && !a->removed;
+        bool resume = a->restart_resume;
+        if (go)
+                a->restart_at_ms = 0;
+        pthread_mutex_unlock(&a->st_lock);
+        if (go) {
+                struct na_error e = NA_ERROR_INIT;
+                if (app_start_locked(c, a, true, &e) < 0) {
+                        system_line(a, "%s failed: %s", resume ? "start after the node's restart" : "restart",
+                                    e.message);
+                        pthread_mutex_lock(&a->st_lock);
+                        app_set_state(c, a, PROTO_APP_CRASHED);
+                        pthread_mutex_unlock(&a->st_lock);
+                } else if (!resume) {
+                        pthread_mutex_lock(&a->st_lock);
+                        a->restarts++;
+                        pthread_mutex_unlock(&a->st_lock);
+                        (void)app_meta_save(a, &e);
+                }
+                na_error_clear(&e);
+        }
+        pthread_mutex_unlock(&a->op_lock);
+}
+
+#define DUE_MAX 64
+
+struct due_batch {
+        struct app_conn *c;
+        struct app **apps;
+        size_t n, next;
+        int64_t now;
+        pthread_mutex_t lock;
+};
+
+static void *due_worker(void *userdata)
+{
+        struct due_batch *d = userdata;
+        for (;;) {
+                pthread_mutex_lock(&d->lock);
+                size_t i = d->next < d->n ? d->next++ : d->n;
+                pthread_mutex_unlock(&d->lock);
+                if (i == d->n)
+                        return NULL;
+                restart_due(d->c, d->apps[i], d->now);
+        }
+}
+
+/*
+ * Restarts that are due, and apps whose monitor is gone without a word. Due starts run
+ * start_parallel at a time (after a node reboot with no stagger, every app that ran is
+ * due at once: one at a time, 1,000 of them took minutes); this thread waits for them.
+ */
 static void tick(struct app_conn *c)
 {
         reap_unheard(c);
         int64_t now = (int64_t)na_now_real_ms();
         /* Apps are never freed while the driver is open (a deleted one is only marked),
          * so the pointers stay good once the list's lock is dropped. */
-        struct app *due[64];
+        struct app *due[DUE_MAX];
         size_t n = 0;
         pthread_mutex_lock(&c->lock);
         for (struct app *a = c->apps; a && n < ARRAY_SIZE(due); a = a->next) {
@@ -244,39 +301,27 @@ static void tick(struct app_conn *c)
                 pthread_mutex_unlock(&a->st_lock);
         }
         pthread_mutex_unlock(&c->lock);
-        for (size_t i = 0; i < n; i++) {
-                struct app *a = due[i];
-                if (pthread_mutex_trylock(&a->op_lock) != 0)
-                        continue; /* a job is at it: the next tick */
-                pthread_mutex_lock(&a->st_lock);
-                bool go = a->restart_at_ms && a->restart_at_ms <= now && !a->removed;
-                bool resume = a->restart_resume;
-                a->restart_at_ms = 0;
-                pthread_mutex_unlock(&a->st_lock);
-                if (go) {
-                        struct na_error e = NA_ERROR_INIT;
-                        if (app_start_locked(c, a, true, &e) < 0) {
-                                system_line(a, "%s failed: %s", resume ? "start after the node's restart" : "restart",
-                                            e.message);
-                                pthread_mutex_lock(&a->st_lock);
-                                app_set_state(c, a, PROTO_APP_CRASHED);
-                                pthread_mutex_unlock(&a->st_lock);
-                        } else if (!resume) {
-                                pthread_mutex_lock(&a->st_lock);
-                                a->restarts++;
-                                pthread_mutex_unlock(&a->st_lock);
-                                (void)app_meta_save(a, &e);
-                        }
-                        na_error_clear(&e);
-                }
-                pthread_mutex_unlock(&a->op_lock);
-        }
+        if (n == 0)
+                return;
+        struct due_batch d = { .c = c, .apps = due, .n = n, .now = now, .lock = PTHREAD_MUTEX_INITIALIZER };
+        pthread_t helpers[DUE_MAX];
+        size_t want = c->o.start_parallel ? c->o.start_parallel : 4, started = 0;
+        if (want > n)
+                want = n;
+        /* This thread is one of the workers; the others are helpers for this tick only. */
+        for (size_t i = 1; i < want; i++)
+                if (pthread_create(&helpers[started], NULL, due_worker, &d) == 0)
+                        started++;
+        due_worker(&d);
+        for (size_t i = 0; i < started; i++)
+                pthread_join(helpers[i], NULL);
+        pthread_mutex_destroy(&d.lock);
 }
 
 /* Once, after the agent started: re-attach, take the exits it missed, start after a reboot. */
 static void resume_all(struct app_conn *c)
 {
-        unsigned stagger = c->o.start_stagger_ms ? c->o.start_stagger_ms : 2000, n = 0;
+        unsigned stagger = c->o.start_stagger_ms, n = 0; /* 0: all at once (start_parallel at a time) */
         int64_t now = (int64_t)na_now_real_ms();
         pthread_mutex_lock(&c->lock);
         for (struct app *a = c->apps; a; a = a->next) {

@@ -2,6 +2,7 @@
 #include "drivers/app/oci/app-rootfs.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +19,6 @@
 #include "drivers/app/oci/app-names.h"
 #include "volume/volume.h"
 
-#define MOUNTINFO "/proc/self/mountinfo"
 
 static int check_dir(const char *what, const char *p, struct na_error *err)
 {
@@ -123,17 +123,17 @@ static int mount_idmapped_lower(const char *lower, const char *app_dir, int dir_
         return 0;
 }
 
-static int umount_if(const char *app_dir, const char *name, const char *fstype, struct na_error *err)
+/* Unmount app_dir/name when a file system is mounted there (of fstype, magic fs_magic; NULL: any). */
+static int umount_if(const char *app_dir, const char *name, const char *fstype, long fs_magic, struct na_error *err)
 {
-        _cleanup_free_ char *path = na_strdupf("%s/%s", app_dir, name), *found = NULL;
+        _cleanup_free_ char *path = na_strdupf("%s/%s", app_dir, name);
         if (!path)
                 return na_error_sys(err, ENOMEM, "rootfs");
-        int r = app_mountinfo_find(MOUNTINFO, path, &found, NULL, err);
-        if (r == -ENOENT)
-                return 0;
+        bool mounted = false;
+        int r = app_mount_is(path, fstype, fs_magic, &mounted, err);
         if (r < 0)
                 return na_error_prefix(err, "rootfs %s", path);
-        if (fstype && !streq(found, fstype))
+        if (!mounted)
                 return 0;
         if ((r = app_umount(path, 0)) < 0)
                 return na_error_sys(err, -r, "rootfs: unmount %s", path);
@@ -145,14 +145,11 @@ int app_rootfs_is_mounted(const char *app_dir, bool *ret, struct na_error *err)
         int r = check_dir("app directory", app_dir, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *merged = app_rootfs_path(app_dir), *fstype = NULL;
+        _cleanup_free_ char *merged = app_rootfs_path(app_dir);
         if (!merged)
                 return na_error_sys(err, ENOMEM, "rootfs");
-        r = app_mountinfo_find(MOUNTINFO, merged, &fstype, NULL, err);
-        if (r < 0 && r != -ENOENT)
-                return na_error_prefix(err, "rootfs %s", merged);
-        *ret = r == 0 && streq(fstype, "overlay");
-        return 0;
+        r = app_mount_is(merged, "overlay", OVERLAYFS_SUPER_MAGIC, ret, err);
+        return r < 0 ? na_error_prefix(err, "rootfs %s", merged) : 0;
 }
 
 int app_rootfs_mount_at(const char *lower, const char *app_dir, const char *layer_dir, uid_t uid, gid_t gid,
@@ -181,7 +178,7 @@ int app_rootfs_mount_at(const char *lower, const char *app_dir, const char *laye
             (r = make_dir(dfd, app_dir, "rootfs", 0755, 0, 0, err)) < 0)
                 return r;
         /* A lower left mounted by an earlier attempt is replaced. */
-        if ((r = umount_if(app_dir, "lower", NULL, err)) < 0 ||
+        if ((r = umount_if(app_dir, "lower", NULL, 0, err)) < 0 ||
             (r = mount_idmapped_lower(lower, app_dir, dfd, uid, gid, err)) < 0)
                 return r;
         _cleanup_free_ char *opts = na_strdupf("lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work", app_dir,
@@ -195,7 +192,7 @@ int app_rootfs_mount_at(const char *lower, const char *app_dir, const char *laye
                 r = na_error_sys(err, errno, "rootfs: mount overlay at %s", merged);
         if (r < 0) {
                 struct na_error e = NA_ERROR_INIT;
-                umount_if(app_dir, "lower", NULL, &e);
+                umount_if(app_dir, "lower", NULL, 0, &e);
                 na_error_clear(&e);
         }
         return r;
@@ -209,9 +206,9 @@ int app_rootfs_mount(const char *lower, const char *app_dir, uid_t uid, gid_t gi
 int app_rootfs_umount(const char *app_dir, struct na_error *err)
 {
         int r = check_dir("app directory", app_dir, err);
-        if (r < 0 || (r = umount_if(app_dir, "rootfs", "overlay", err)) < 0)
+        if (r < 0 || (r = umount_if(app_dir, "rootfs", "overlay", OVERLAYFS_SUPER_MAGIC, err)) < 0)
                 return r;
-        return umount_if(app_dir, "lower", NULL, err);
+        return umount_if(app_dir, "lower", NULL, 0, err);
 }
 
 /* rm -rf each of names under dir (missing ones are fine). */
@@ -242,8 +239,10 @@ int app_rootfs_remove_at(const char *app_dir, const char *layer_dir, struct na_e
         _cleanup_free_ char *lower = na_strdupf("%s/lower", app_dir);
         if (!lower)
                 return na_error_sys(err, ENOMEM, "rootfs");
-        if ((r = app_mountinfo_find(MOUNTINFO, lower, NULL, NULL, err)) != -ENOENT)
-                return r < 0 ? r : na_error_set(err, EBUSY, NA_E_INTERNAL, "rootfs %s: still mounted", lower);
+        if ((r = app_mount_is(lower, NULL, 0, &mounted, err)) < 0)
+                return r;
+        if (mounted)
+                return na_error_set(err, EBUSY, NA_E_INTERNAL, "rootfs %s: still mounted", lower);
         static const char *const layer[] = { "upper", "work" }, *const mine[] = { "rootfs", "lower" };
         if ((r = remove_parts(layer_dir, layer, ARRAY_SIZE(layer), err)) < 0)
                 return r;

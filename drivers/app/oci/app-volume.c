@@ -2,6 +2,7 @@
 #include "drivers/app/oci/app-volume.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <limits.h>
 #include <linux/loop.h>
 #include <stdio.h>
@@ -234,12 +235,8 @@ static int loop_attach(int image_fd, const char *image, char dev[32], struct na_
 
 int app_volume_is_mounted(const char *dir, bool *ret, struct na_error *err)
 {
-        _cleanup_free_ char *fstype = NULL;
-        int r = app_mountinfo_find(MOUNTINFO, dir, &fstype, NULL, err);
-        if (r < 0 && r != -ENOENT)
-                return na_error_prefix(err, "volume %s", dir);
-        *ret = r == 0 && streq(fstype, "ext4");
-        return 0;
+        int r = app_mount_is(dir, "ext4", EXT4_SUPER_MAGIC, ret, err);
+        return r < 0 ? na_error_prefix(err, "volume %s", dir) : 0;
 }
 
 /* mkfs makes lost+found root's (host 0, nobody in the app): give it to the volume root's owner. */

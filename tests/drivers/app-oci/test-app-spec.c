@@ -1,7 +1,8 @@
 /*
  * Units of the app runtime without a kernel: the OCI config's key fields (golden
  * values), its refusals, the seccomp profile, names and paths, crun's state JSON and
- * the cgroup layout from mountinfo fixtures (v1, v2, hybrid, none).
+ * the cgroup layout from mountinfo fixtures (v1, v2, hybrid, none); whether a path is
+ * a mount (app_mount_is) on this machine's own mounts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,10 +10,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include <linux/magic.h>
 #include <sys/resource.h>
 
 #include "common/unit.h"
 #include "drivers/app/oci/app-crun.h"
+#include "drivers/app/oci/app-mountinfo.h"
 #include "drivers/app/oci/app-names.h"
 #include "drivers/app/oci/app-oci-spec.h"
 #include "drivers/app/oci/app-seccomp.h"
@@ -448,6 +451,31 @@ static int layout_of(const char *text, const char *root, enum app_cgroup_layout 
         return r;
 }
 
+/* app_mount_is: statx and statfs (or mountinfo) on mounts every Linux has. */
+static void test_mount_is(void **state)
+{
+        struct na_error err = NA_ERROR_INIT;
+        bool m = true;
+        assert_int_equal(app_mount_is("/proc", "proc", PROC_SUPER_MAGIC, &m, &err), 0);
+        assert_true(m);
+        assert_int_equal(app_mount_is("/proc", NULL, 0, &m, &err), 0);
+        assert_true(m);
+        assert_int_equal(app_mount_is("/proc", "ext4", EXT4_SUPER_MAGIC, &m, &err), 0);
+        assert_false(m); /* a mount, of another type */
+        assert_int_equal(app_mount_is("/proc/self", NULL, 0, &m, &err), 0);
+        assert_false(m); /* a symlink, not a mount */
+        char *dir = unit_tmpdir("app-mount-is");
+        assert_int_equal(app_mount_is(dir, NULL, 0, &m, &err), 0);
+        assert_false(m); /* a plain directory */
+        char missing[4200];
+        snprintf(missing, sizeof(missing), "%s/missing/deeper", dir);
+        m = true;
+        assert_int_equal(app_mount_is(missing, NULL, 0, &m, &err), 0);
+        assert_false(m); /* nothing is mounted where nothing is: no error */
+        unit_rmrf_free(dir);
+        na_error_clear(&err);
+}
+
 static void test_cgroup_layout(void **state)
 {
         enum app_cgroup_layout l;
@@ -474,7 +502,7 @@ int main(void)
                 cmocka_unit_test(test_config_refusals),  cmocka_unit_test(test_seccomp),
                 cmocka_unit_test(test_config_user),
                 cmocka_unit_test(test_names),            cmocka_unit_test(test_crun_state_parse),
-                cmocka_unit_test(test_cgroup_layout),
+                cmocka_unit_test(test_cgroup_layout),    cmocka_unit_test(test_mount_is),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

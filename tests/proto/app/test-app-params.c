@@ -503,6 +503,44 @@ static void test_deploy_same(void **state)
         proto_app_deploy_free(a);
 }
 
+/* proto_app_deploy_own: every string copied, the document dropped (under ASan, a string
+ * still borrowed from it is a use after free here); the same deploy as before. */
+static void test_deploy_own(void **state)
+{
+        _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
+        json_t *p = full_params();
+        set_path(p, "template.user", json_string("1000:1000"));
+        struct proto_app_deploy *d = NULL;
+        assert_int_equal(proto_app_deploy_decode(p, &d, &err), 0);
+        _cleanup_json_ json_t *before = proto_app_deploy_canonical(d);
+        assert_non_null(before);
+        assert_int_equal(proto_app_deploy_own(d), 0);
+        assert_null(d->root);
+        assert_non_null(d->strings);
+        json_decref(p); /* the last reference: the document is freed */
+        _cleanup_json_ json_t *after = proto_app_deploy_canonical(d);
+        assert_non_null(after);
+        assert_true(json_equal(before, after));
+        assert_string_equal(d->tmpl.user, "1000:1000");
+        assert_string_equal(d->tmpl.stop.line, "stop");
+        assert_string_equal(d->plan.id, "mc-small");
+        assert_int_equal(proto_app_deploy_own(d), 0); /* again: its own strings copied */
+        _cleanup_json_ json_t *again = proto_app_deploy_canonical(d);
+        assert_true(json_equal(before, again));
+        proto_app_deploy_free(d);
+
+        /* The fewest fields: NULL strings stay NULL. */
+        p = min_params();
+        assert_int_equal(proto_app_deploy_decode(p, &d, &err), 0);
+        assert_int_equal(proto_app_deploy_own(d), 0);
+        json_decref(p);
+        assert_null(d->group_id);
+        assert_null(d->tmpl.started_pattern);
+        assert_null(d->plan.id);
+        assert_string_equal(d->sftp_username, "web");
+        proto_app_deploy_free(d);
+}
+
 static void test_power(void **state)
 {
         _cleanup_na_error_ struct na_error err = NA_ERROR_INIT;
@@ -684,7 +722,8 @@ int main(void)
                 cmocka_unit_test(test_deploy_full),      cmocka_unit_test(test_deploy_defaults),
                 cmocka_unit_test(test_deploy_bad_fields), cmocka_unit_test(test_deploy_all_at_once),
                 cmocka_unit_test(test_deploy_command_managed), cmocka_unit_test(test_deploy_limits),
-                cmocka_unit_test(test_deploy_same),      cmocka_unit_test(test_power),
+                cmocka_unit_test(test_deploy_same),      cmocka_unit_test(test_deploy_own),
+                cmocka_unit_test(test_power),
                 cmocka_unit_test(test_command_set),      cmocka_unit_test(test_console_send),
                 cmocka_unit_test(test_output),           cmocka_unit_test(test_image),
         };
