@@ -144,6 +144,22 @@ def uplink():
     return up
 
 
+def diagnose(srv, up):
+    """What the node, the uplink's host and the guest see, for a network check that failed."""
+    for argv in (["ip", "addr"], ["ip", "route"], ["ip", "-6", "route"], ["ip", "neigh", "show", "proxy"],
+                 ["ip", "neigh"], ["nft", "list", "ruleset"], ["ip", "netns", "exec", up, "ip", "neigh"],
+                 ["ip", "netns", "exec", up, "ping", "-c", "1", "-W", "2", "203.0.113.30"],
+                 ["sysctl", "net.ipv4.ip_forward", "net.ipv4.conf.all.proxy_arp"]):
+        r = subprocess.run(argv, capture_output=True, text=True)
+        sys.stderr.write(f"---- {' '.join(argv)}\n{r.stdout}{r.stderr}")
+    for cmd in ("ip addr; ip route; ip -6 route; ip neigh; ss -ltn", "cloud-init status --long"):
+        try:
+            r = srv.sh(cmd)
+            sys.stderr.write(f"---- guest: {cmd}\n{r['stdout']}{r['stderr']}")
+        except AssertionError as e:
+            sys.stderr.write(f"---- guest: {cmd}: {e}\n")
+
+
 def ssh(s, up, addr, src=None, timeout=10):
     """OpenSSH from the uplink's host to root@addr with the job's key: (exit code, output)."""
     argv = ["ip", "netns", "exec", up, "ssh", "-i", s.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
@@ -186,7 +202,11 @@ def run(s, info, up):
     addrs = srv.exec("/sbin/ip", "-o", "addr", "show", "dev", "eth0")["stdout"]
     check("203.0.113.30/32" in addrs and "2001:db8:1::30/128" in addrs, addrs)
     t1 = time.time()
-    wait_for(lambda: ssh(s, up, "203.0.113.30") == (0, "guest-1"), 120, "SSH to the server's IPv4 address")
+    try:
+        wait_for(lambda: ssh(s, up, "203.0.113.30") == (0, "guest-1"), 120, "SSH to the server's IPv4 address")
+    except AssertionError:
+        diagnose(srv, up)
+        raise
     print(f"SSH login from the uplink's host {time.time() - t1:.1f} s after the guest agent answered")
     wait_for(lambda: ssh(s, up, "2001:db8:1::30") == (0, "guest-1"), 60, "SSH to the server's IPv6 address")
     # An address the guest gives itself cannot send (the guard at its tap).
