@@ -64,19 +64,10 @@ class Console:
             raise AssertionError(f"{what} not seen; lines: {[(ln['stream'], ln['text']) for ln in self.lines()]}")
 
     def send(self, obj=None, **kw):
-        """Send a frame from the relay's end. console.open answers once the agent has
-        dialled; the relay may take a moment more to hold the session, and answers 409
-        meanwhile: that is waited out (up to 5 s), never a failure of the agent."""
-        import urllib.error
+        """Send a frame from the relay's end: the relay holds the session once
+        console.open has answered (tests/controller/relay.py), so a 409 is a failure."""
         body = {"text": json.dumps(obj)} if obj is not None else kw
-        deadline = time.time() + 5
-        while True:
-            try:
-                return self.c.admin("POST", f"/admin/relay/{self.sid}/send", body)
-            except urllib.error.HTTPError as e:
-                if e.code != 409 or time.time() > deadline:
-                    raise
-                time.sleep(0.05)
+        return self.c.admin("POST", f"/admin/relay/{self.sid}/send", body)
 
     def close_from_relay(self, code=1000, reason="bye"):
         self.c.admin("POST", f"/admin/relay/{self.sid}/close", {"code": code, "reason": reason})
