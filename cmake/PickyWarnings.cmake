@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # One picky warning list, probed per compiler (after curl's CMake/PickyWarnings.cmake).
 include(CheckCCompilerFlag)
 set(_na_picky

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagentctl: the operator's view of a running agent, through its control socket.
  *   nodeagentctl status | jobs | run KIND [--target ID] [--params JSON] [--timeout SEC]

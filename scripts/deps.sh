@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Installs everything nodeagent needs to build, run its demo and pass its tests on
 # Debian 12. Idempotent; needs root (or sudo).
 set -eu

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What a server keeps of its past: vps.snapshot.* and vps.backup.*. A finished
  * backup (made or failed once work began) is told to the central API with a

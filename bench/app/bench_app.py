@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Apps benchmark (issue 10, item 11). Prints figures beside their targets; asserts
 nothing about timing. Root only (exit 77 otherwise).
 

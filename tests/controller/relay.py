@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The relay end of live consoles (AGENT-API 4.3) for the test controller: the agent
 dials wss://<controller>/relay/<sessionId> with `Authorization: Bearer <token>`; the
 tests, the demo and the benchmark drive each session through the admin side.

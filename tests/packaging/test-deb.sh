@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The .deb built by packaging/build-packages.sh, read back with dpkg-deb:
 #  - control fields (-f): name, version, architecture, maintainer, and Depends naming
 #    the Debian package of every shared library the binaries link to, plus the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The .rpm built by packaging/build-packages.sh, read back with rpm -qp:
 #  - header: name, version, not relocatable (the unit names /usr/sbin/nodeagentd);
 #  - files (-qlp and per-file modes/flags): every file at its place with its mode,

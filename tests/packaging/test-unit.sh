@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The systemd unit (packaging/nodeagent.service):
 #  - every setting has a comment line right above it (or continues a run of the same key);
 #  - the settings the daemon relies on are there with the right values, and the ones

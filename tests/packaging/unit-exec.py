@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Run a command under the process restrictions of a systemd unit, without systemd.
 
     unit-exec.py [--devices-cgroup NAME] UNIT -- COMMAND [ARG...]

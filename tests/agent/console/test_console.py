@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Live consoles end to end (issue 13): the real agent dials the test controller's
 relay (tests/controller/relay.py) over wss:// with the test CA; an app console shows
 the app's output, takes typed lines and power actions; sessions end by console.close,
