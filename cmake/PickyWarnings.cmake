@@ -16,6 +16,22 @@ foreach(_flag IN LISTS _na_picky)
   endif()
 endforeach()
 add_compile_options(-fno-strict-aliasing -fstack-protector-strong "$<$<NOT:$<CONFIG:Debug>>:-D_FORTIFY_SOURCE=2>")
+# Hardening as Debian's dpkg-buildflags has it (hardening-check must pass on every
+# packaged binary, tests/packaging/test-lint.sh): position-independent executables,
+# stack clash protection, control-flow protection (x86), full RELRO with immediate
+# binding (-z relro -z now: the GOT is read-only once the program starts).
+# (-fPIE/-pie also where the compiler does not default to them, as Debian's does.)
+include(CheckPIESupported)
+check_pie_supported()
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+foreach(_flag -fstack-clash-protection -fcf-protection)
+  string(MAKE_C_IDENTIFIER "HAVE_C${_flag}" _var)
+  check_c_compiler_flag(${_flag} ${_var})
+  if(${_var})
+    add_compile_options(${_flag})
+  endif()
+endforeach()
+add_link_options(LINKER:-z,relro LINKER:-z,now)
 if(NA_WERROR)
   add_compile_options(-Werror)
 endif()
