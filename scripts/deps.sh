@@ -17,7 +17,8 @@ PKGS="build-essential cmake pkg-config libvirt-dev libvirt-daemon libvirt-daemon
   ansible-core python3-apt
   clang libclang-rt-14-dev
   genisoimage libtirpc-dev
-  mmdebstrap umoci redis-tools postgresql-client"
+  mmdebstrap umoci redis-tools postgresql-client
+  lintian rpmlint devscripts stress-ng bash-completion"
 # Before the install: haproxy's postinst would start the package's service (see below).
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
   $SUDO systemctl mask haproxy.service >/dev/null 2>&1 || true

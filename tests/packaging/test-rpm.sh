@@ -58,6 +58,8 @@ expect_file drwx--x--x /var/lib/nodeagent
 expect_file -rw-r--r-- /usr/share/man/man8/nodeagentd.8.gz
 expect_file -rw-r--r-- /usr/share/man/man8/nodeagentctl.8.gz
 expect_file -rw-r--r-- /usr/share/man/man5/nodeagent.conf.5.gz
+expect_file -rw-r--r-- /usr/share/doc/nodeagent/copyright
+expect_file -rw-r--r-- /usr/share/bash-completion/completions/nodeagentctl
 q -l >"$SCRATCH/list"
 while read -r p; do
 	case $p in
@@ -65,10 +67,12 @@ while read -r p; do
 		/usr/libexec/nodeagent | /usr/libexec/nodeagent/nodeagent-monitor | /usr/libexec/nodeagent/nodeagent-sftpd | \
 		/usr/lib/systemd/system/nodeagent.service | /var/lib/nodeagent | /usr/share/man/man[58]/*.gz | \
 		/usr/share/doc/nodeagent | /usr/share/doc/nodeagent/* | /usr/lib/.build-id | /usr/lib/.build-id/* | \
-		/usr/lib/nodeagent | /usr/lib/nodeagent/nodeagent-vm-libvirt.so) ;;
+		/usr/lib/nodeagent | /usr/lib/nodeagent/nodeagent-vm-libvirt.so | \
+		/usr/share/bash-completion/completions/nodeagentctl) ;;
 	*) fail "unexpected path in the .rpm (a directory of the base system, or a stray file): $p" ;;
 	esac
 done <"$SCRATCH/list"
+grep -q 'changelog.Debian\|/lintian/' "$SCRATCH/list" && fail "the .rpm carries what only the .deb needs: $(grep 'changelog.Debian\|/lintian/' "$SCRATCH/list")"
 info "$(wc -l <"$SCRATCH/list") paths"
 
 # 3. Configuration files.
