@@ -8,7 +8,12 @@ set(_na_picky
   -Wredundant-decls -Wnested-externs -Wdate-time -Wnull-dereference
   -Wduplicated-cond -Wlogical-op -Wjump-misses-init -Wstrict-overflow=2
   -Wno-unused-parameter -Wno-missing-field-initializers -Wno-format-truncation)
-foreach(_flag IN LISTS _na_picky)
+# Hardening as Debian's dpkg-buildflags has it (hardening-check must pass on every
+# packaged binary, tests/packaging/test-lint.sh): stack clash protection and
+# control-flow protection (x86), probed like the warnings; the stack protector,
+# fortify, PIE and full RELRO with immediate binding below.
+set(_na_hardening -fstack-clash-protection -fcf-protection)
+foreach(_flag IN LISTS _na_picky _na_hardening)
   string(MAKE_C_IDENTIFIER "HAVE_C${_flag}" _var)
   check_c_compiler_flag(${_flag} ${_var})
   if(${_var})
@@ -16,21 +21,12 @@ foreach(_flag IN LISTS _na_picky)
   endif()
 endforeach()
 add_compile_options(-fno-strict-aliasing -fstack-protector-strong "$<$<NOT:$<CONFIG:Debug>>:-D_FORTIFY_SOURCE=2>")
-# Hardening as Debian's dpkg-buildflags has it (hardening-check must pass on every
-# packaged binary, tests/packaging/test-lint.sh): position-independent executables,
-# stack clash protection, control-flow protection (x86), full RELRO with immediate
-# binding (-z relro -z now: the GOT is read-only once the program starts).
-# (-fPIE/-pie also where the compiler does not default to them, as Debian's does.)
+# Position-independent executables (-fPIE/-pie also where the compiler does not
+# default to them, as Debian's does), full RELRO with immediate binding (-z relro
+# -z now: the GOT is read-only once the program starts).
 include(CheckPIESupported)
 check_pie_supported()
 set(CMAKE_POSITION_INDEPENDENT_CODE ON)
-foreach(_flag -fstack-clash-protection -fcf-protection)
-  string(MAKE_C_IDENTIFIER "HAVE_C${_flag}" _var)
-  check_c_compiler_flag(${_flag} ${_var})
-  if(${_var})
-    add_compile_options(${_flag})
-  endif()
-endforeach()
 add_link_options(LINKER:-z,relro LINKER:-z,now)
 if(NA_WERROR)
   add_compile_options(-Werror)

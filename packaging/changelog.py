@@ -65,32 +65,35 @@ def items_text(e):
     return [" ".join(it).replace("`", "") for it in e["items"]]
 
 
-def deb(entries, release, maintainer):
+def render(entries, release, head, item, trailer):
+    """Entries newest first: head(entry, version-release), each item wrapped as item
+    gives (first indent, next indent), trailer(entry) (or ""), a blank line between."""
     out = []
     for i, e in enumerate(entries):
-        rel = release if i == 0 else "1"
-        out.append(f"nodeagent ({e['version']}-{rel}) unstable; urgency=medium\n\n")
+        out.append(head(e, f"{e['version']}-{release if i == 0 else '1'}"))
+        first, rest = item
         for t in items_text(e):
-            out.append(textwrap.fill(t, width=78, initial_indent="  * ", subsequent_indent="    ",
-                                  break_on_hyphens=False) + "\n")
-        when = datetime.datetime.combine(e["date"], datetime.time(12, 0), datetime.timezone.utc)
-        out.append(f"\n -- {maintainer}  {when.strftime('%a, %d %b %Y %H:%M:%S +0000')}\n")
+            out.append(textwrap.fill(t, width=78, initial_indent=first, subsequent_indent=rest,
+                                     break_on_hyphens=False) + "\n")
+        out.append(trailer(e))
         if i + 1 < len(entries):
             out.append("\n")
     return "".join(out)
+
+
+def deb(entries, release, maintainer):
+    def trailer(e):
+        when = datetime.datetime.combine(e["date"], datetime.time(12, 0), datetime.timezone.utc)
+        return f"\n -- {maintainer}  {when.strftime('%a, %d %b %Y %H:%M:%S +0000')}\n"
+    return render(entries, release, lambda e, vr: f"nodeagent ({vr}) unstable; urgency=medium\n\n",
+                  ("  * ", "    "), trailer)
 
 
 def rpm(entries, release, maintainer):
-    out = []
-    for i, e in enumerate(entries):
-        rel = release if i == 0 else "1"
-        out.append(f"* {e['date'].strftime('%a %b %d %Y')} {maintainer} - {e['version']}-{rel}\n")
-        for t in items_text(e):
-            out.append(textwrap.fill(t.replace("%", "%%"), width=78, initial_indent="- ", break_on_hyphens=False,
-                                     subsequent_indent="  ") + "\n")
-        if i + 1 < len(entries):
-            out.append("\n")
-    return "".join(out)
+    # % starts a macro in a spec file: doubled.
+    text = render(entries, release, lambda e, vr: f"* {e['date'].strftime('%a %b %d %Y')} {maintainer} - {vr}\n",
+                  ("- ", "  "), lambda e: "")
+    return "\n".join(ln if ln.startswith("* ") else ln.replace("%", "%%") for ln in text.split("\n"))
 
 
 def main():
