@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # What nodeagentd must export for a driver module (drivers/vm-module.h): run at build
 # time by drivers/vm/CMakeLists.txt once the module is linked:
 #   cmake -DNM=<nm> -DMODULE=<module.so> -DARCHIVES=<a.a>,<b.a> -DOUT=<prefix> -P NaModuleImports.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Writes vm-module-abi.h (drivers/vm-module.h): run at build time by drivers/vm/CMakeLists.txt
 #   cmake -DSRC=<source dir> -DOUT=<file> -DVERSION=<x.y.z> -DFLAVOUR=<hooks|release>[-asan]
 #         -DRELDIR=<module dir relative to nodeagentd's> -P NaVmModuleAbi.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # One picky warning list, probed per compiler (after curl's CMake/PickyWarnings.cmake).
 include(CheckCCompilerFlag)
 set(_na_picky
@@ -7,7 +8,12 @@ set(_na_picky
   -Wredundant-decls -Wnested-externs -Wdate-time -Wnull-dereference
   -Wduplicated-cond -Wlogical-op -Wjump-misses-init -Wstrict-overflow=2
   -Wno-unused-parameter -Wno-missing-field-initializers -Wno-format-truncation)
-foreach(_flag IN LISTS _na_picky)
+# Hardening as Debian's dpkg-buildflags has it (hardening-check must pass on every
+# packaged binary, tests/packaging/test-lint.sh): stack clash protection and
+# control-flow protection (x86), probed like the warnings; the stack protector,
+# fortify, PIE and full RELRO with immediate binding below.
+set(_na_hardening -fstack-clash-protection -fcf-protection)
+foreach(_flag IN LISTS _na_picky _na_hardening)
   string(MAKE_C_IDENTIFIER "HAVE_C${_flag}" _var)
   check_c_compiler_flag(${_flag} ${_var})
   if(${_var})
@@ -15,6 +21,13 @@ foreach(_flag IN LISTS _na_picky)
   endif()
 endforeach()
 add_compile_options(-fno-strict-aliasing -fstack-protector-strong "$<$<NOT:$<CONFIG:Debug>>:-D_FORTIFY_SOURCE=2>")
+# Position-independent executables (-fPIE/-pie also where the compiler does not
+# default to them, as Debian's does), full RELRO with immediate binding (-z relro
+# -z now: the GOT is read-only once the program starts).
+include(CheckPIESupported)
+check_pie_supported()
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+add_link_options(LINKER:-z,relro LINKER:-z,now)
 if(NA_WERROR)
   add_compile_options(-Werror)
 endif()

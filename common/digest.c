@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* SHA-256 of files (OpenSSL's EVP interface). */
 #include "common/digest.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The one error type (after crun's libcrun_error_t): a failing function returns a
  * negative errno-style value and fills a struct na_error; callers add their own

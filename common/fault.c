@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fault injection for test builds (common/fault.h). */
 #include "common/fault.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Fault injection for tests, compiled only into test builds (-DNA_TEST_HOOKS=ON, the
  * default for development trees; the packaged build is configured with it OFF, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* File primitives of the state directory: atomic replace, bounded reads, the lock. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A journal's writer thread, with group commit: callers queue records and get a
  * ticket; the thread appends everything queued, makes it durable with one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * An append-only journal of checksummed records, the base of every durable log in
  * the state directory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Cleanup attribute for jansson values. */
 #pragma once
 #include <jansson.h>

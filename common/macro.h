@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Ownership and small helpers shared by every module (after systemd's alloc-util.h). */
 #pragma once
 

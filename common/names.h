@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Names the modules must agree on, derived from a server's or an app's id so that
  * every part (libvirt domain, tap device, veth, firewall chain, metrics) finds the

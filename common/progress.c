@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Byte meters over a stage's percent range: see progress.h. */
 #include "common/progress.h"
 

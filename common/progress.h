@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Progress and safe points of long operations, shared by every driver: stages go to
  * the job's progress, checkpoint() says when the job must stop. Every member may be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Child processes in exec form, with their output bounded and their stderr kept for errors. */
 #include "common/spawn.h"
 

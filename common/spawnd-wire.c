@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The exec helper's request format: encode and validate, no I/O. */
 #include "common/spawnd.h"
 

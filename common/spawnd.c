@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The exec helper: its process (fork, serve, reap) and the agent's client side. */
 #include "common/spawnd.h"
 

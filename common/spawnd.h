@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The exec helper ("spawnd"): a small single-threaded child forked very early, before
  * any thread and before the seccomp filter, that runs programs for the agent. A filter

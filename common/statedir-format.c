@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The state directory's format file: parse, check, write when missing (statedir-format.h). */
 #include "common/statedir-format.h"
 

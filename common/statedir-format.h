@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The state directory's format version: <state_dir>/format holds one line,
  * "nodeagent-state N\n". The daemon calls na_statedir_format_check() right after it

@@ -1,8 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagentctl: the operator's view of a running agent, through its control socket.
  *   nodeagentctl status | jobs | run KIND [--target ID] [--params JSON] [--timeout SEC]
  *   nodeagentctl apps | logs APP [-f] [--since SEQ] [-n N]
  *   nodeagentctl drain [--off]
+ *   nodeagentctl help [COMMAND] | COMMAND --help
  * Tables by default, --json for scripts; exit 1 when a job failed or the agent
  * answered apps or logs with an error, 3 when the agent cannot be reached (or went
  * away while logs -f followed), 2 for usage errors.
@@ -25,20 +27,107 @@
 #define LOGS_MAX_LINES 1000000 /* -n: more than a page is read in pages */
 #define FOLLOW_POLL_MS 500
 
+/* The commands, each with its synopsis and its help (nodeagentctl COMMAND --help or
+ * nodeagentctl help COMMAND); the general usage lists them. Kept true with
+ * docs/man/nodeagentctl.8 and packaging/nodeagentctl.bash (tests/ctl/test-ctl-help.sh). */
+static const struct ctl_command {
+        const char *name;
+        const char *synopsis; /* after the command's name */
+        const char *summary;  /* one line, for the general usage */
+        const char *help;     /* the rest of its --help */
+} commands[] = {
+        { "status", "", "version, uptime, controller link, jobs, results waiting, consoles",
+          "The agent's version, pid, node id and uptime; the controller link (connected, connecting,\n"
+          "backing off or refused, with the reason and the next attempt); jobs running, queued and\n"
+          "finished since the start; results and reports waiting; live consoles.\n"
+          "  --json            the agent's status object as JSON\n" },
+        { "jobs", "", "running, queued and recent jobs",
+          "Running, queued and recent jobs: kind, target, state, duration, id and error.\n"
+          "  --json            the agent's list as JSON\n" },
+        { "run", " KIND [--target ID] [--params JSON] [--timeout SEC]",
+          "run a job through the agent's job layer, print its result",
+          "Run a job of kind KIND (e.g. node.status) through the agent's own job layer, as if the\n"
+          "central API had sent it, wait for it and print its result. Works while the controller\n"
+          "is unreachable. The target type follows from the prefix (vps., app., else node).\n"
+          "  -t, --target ID   the VPS or app the job is for\n"
+          "  -p, --params JSON the job's parameters, a JSON object\n"
+          "  -T, --timeout SEC the job's timeout in seconds\n"
+          "  --json            the whole answer as JSON\n"
+          "Exit status 1 when the job failed.\n" },
+        { "apps", "", "the apps on this node: state, start, restarts, memory, volume",
+          "The apps on this node, one line each: id, state, time since start, restarts, memory,\n"
+          "volume space used and name; a stopped app shows its last exit code.\n"
+          "  --json            the agent's answer as JSON\n" },
+        { "logs", " APP [-f] [--since SEQ] [-n N]", "an app's output (the last 100 lines by default); -f follows it",
+          "The output of app APP (its id, a UUID; nodeagentctl apps lists them): TIME STREAM TEXT,\n"
+          "by default its last 100 lines.\n"
+          "  -f, --follow      then keep printing new lines until SIGINT/SIGTERM\n"
+          "  --since SEQ       from output sequence number SEQ on, every line\n"
+          "  -n, --lines N     the last N lines (1 to 1000000)\n"
+          "  --json            JSON (with -f, one object per line)\n" },
+        { "drain", " [--off]", "take no new servers or apps (kept across restarts); --off ends it",
+          "Drain the node before maintenance: vps.create and app.deploy fail at once with 409\n"
+          "INVALID_STATE (details.state \"draining\") while every other job runs, so what is on the\n"
+          "node can be stopped, backed up, moved away or deleted through the API. The agent says so\n"
+          "in its hello (capability draining). Kept in the state directory across restarts; status\n"
+          "shows it. Not the stop of systemctl stop nodeagent (SIGTERM), which takes no job at all.\n"
+          "  --off             end the drain: the node takes every job again\n"
+          "  --json            the answer as JSON: {\"on\": true, \"since\": \"<date-time>\"}\n" },
+        { "help", " [COMMAND]", "this help, or a command's",
+          "The general usage, or with COMMAND that command's help (as nodeagentctl COMMAND --help).\n" },
+};
+
+static const struct ctl_command *command_named(const char *name)
+{
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (streq(commands[i].name, name))
+                        return &commands[i];
+        return NULL;
+}
+
 static void usage(FILE *f)
 {
         fprintf(f, "Usage: nodeagentctl [-c CONFIG | -s SOCKET] [--json] COMMAND\n"
-                   "Commands:\n"
-                   "  status                         version, uptime, controller link, jobs, results waiting, consoles\n"
-                   "  jobs                           running, queued and recent jobs\n"
-                   "  run KIND [--target ID] [--params JSON] [--timeout SEC]\n"
-                   "                                 run a job through the agent's job layer, print its result\n"
-                   "  apps                           the apps on this node: state, start, restarts, memory, volume\n"
-                   "  logs APP [-f] [--since SEQ] [-n N]\n"
-                   "                                 an app's output (the last 100 lines by default); -f follows it\n"
-                   "  drain [--off]                  the node takes no new servers or apps (vps.create and app.deploy\n"
-                   "                                 are refused) while every other job runs; kept across restarts;\n"
-                   "                                 --off ends it\n");
+                   "       nodeagentctl COMMAND --help\n"
+                   "Commands:\n");
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+                const struct ctl_command *c = &commands[i];
+                int n = fprintf(f, "  %s%s", c->name, c->synopsis);
+                if (n > 33)
+                        fprintf(f, "\n%33s%s\n", "", c->summary);
+                else
+                        fprintf(f, "%*s%s\n", 33 - n, "", c->summary);
+        }
+        fprintf(f, "Options for every command:\n"
+                   "  -c, --config CONFIG  read control_socket from CONFIG (default %s)\n"
+                   "  -s, --socket SOCKET  connect to SOCKET; the configuration is not read\n"
+                   "  -j, --json           the agent's answer as JSON, for scripts\n"
+                   "  -h, --help           this help; after a command, that command's\n",
+                NA_DEFAULT_CONFIG);
+}
+
+static void command_usage(FILE *f, const struct ctl_command *c)
+{
+        fprintf(f, "Usage: nodeagentctl [-c CONFIG | -s SOCKET]%s %s%s\n%s", streq(c->name, "help") ? "" : " [--json]",
+                c->name, c->synopsis, c->help);
+}
+
+/* --help, or help [COMMAND]: the command's help when one is named (exit 0), else the
+ * general usage; an unknown command is a usage error. */
+static int print_help(const char *name)
+{
+        if (!name) {
+                usage(stdout);
+                return 0;
+        }
+        const struct ctl_command *c = command_named(name);
+        if (!c) {
+                fprintf(stderr, "nodeagentctl: unknown command \"%s\"\n", name);
+                usage(stderr);
+                return 2;
+        }
+        command_usage(stdout, c);
+        return 0;
 }
 
 static int connect_socket(const char *path)
@@ -490,7 +579,7 @@ int main(int argc, char **argv)
         long timeout = 0;
         bool as_json = false;
         struct logs_args logs = { .since = -1 };
-        bool logs_opts = false, drain_off = false;
+        bool logs_opts = false, drain_off = false, want_help = false;
         int c;
         /* GNU getopt permutes: options may stand anywhere, the rest is COMMAND [KIND]. */
         while ((c = getopt_long(argc, argv, "c:s:jt:p:T:fn:h", opts, NULL)) != -1) {
@@ -542,18 +631,27 @@ int main(int argc, char **argv)
                         drain_off = true;
                         break;
                 case 'h':
-                        usage(stdout);
-                        return 0;
+                        want_help = true;
+                        break;
                 default:
                         usage(stderr);
                         return 2;
                 }
         }
+        if (want_help)
+                return print_help(optind < argc ? argv[optind] : NULL);
         if (optind >= argc) {
                 usage(stderr);
                 return 2;
         }
         const char *cmd = argv[optind++];
+        if (streq(cmd, "help")) {
+                if (optind + 1 < argc) {
+                        fprintf(stderr, "nodeagentctl: unexpected argument \"%s\"\n", argv[optind + 1]);
+                        return 2;
+                }
+                return print_help(optind < argc ? argv[optind] : NULL);
+        }
         const char *kind = NULL;
         if (streq(cmd, "run")) {
                 if (optind >= argc) {

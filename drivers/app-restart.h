@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The crash rule of AGENT-API 4.2, as a pure function any app runtime asks: an exit
  * nobody asked for is restarted at most APP_RESTART_MAX times in APP_RESTART_WINDOW_MS,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The hook through which domain exposures are verified and routed (issue 12 items
  * 4 and 5). The app network code (drivers/app/net/app-net*.c) stores domain exposures

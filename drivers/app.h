@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The app driver: one const struct of primitives per container runtime. crun is the
  * one we have (app_oci_driver, drivers/app/oci/app-oci*.c); a test can slot in its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A VM driver built as a module: the contract between nodeagentd and
  * nodeagent-vm-<name>.so (drivers/vm/vm-libvirt-module.c is the libvirt one, the loader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The VM driver: one const struct of primitives per backend. libvirt is the one we
  * have (vm_libvirt_driver, drivers/vm/vm-libvirt*.c); a test can slot in its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * From a configuration to nf_tables operations. The expressions are the ones nft
  * itself generates for the same rule (so `nft list` prints them as nft syntax and

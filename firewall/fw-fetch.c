@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What the firewall's parser reads beyond a chain's rules (struct fw_fetch): the
  * elements of an anonymous set, a port list written by hand with nft, over nft/'s socket.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Inside the firewall library: the handle (struct fw) and what fw.c and
  * fw-reconcile.c share about it: the stored configurations (fw-state.c), the live

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Inside the firewall library: the names of its chains and shard tables
  * (fw-names.c), how a configuration becomes a batch of nf_tables operations

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The firewall's names (chains, shard tables) and the text of its rule userdata. */
 #include <stdio.h> /* before libnftnl: its headers use FILE */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * From kernel rules back to a configuration: a small interpreter over the rule's
  * expressions that knows what each register holds (meta nfproto/l4proto, a network

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fw_reconcile: the agent's start. Every stored configuration is applied again in
  * its server's shard table, servers the agent no longer has are removed, and tables

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The stored configurations: <state_dir>/firewall/<vps_id>.json (lower-case id),
  * the configuration as the agent API encodes it plus "nextRuleId" (the ids'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The per-server firewall on nftables, through libnftnl and libmnl (netlink only:
  * no nft process, no libnftables).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The per-server firewall on nftables (libnftnl + libmnl, netlink only). See the top
  * of firewall/fw.c for how the shard tables are laid out and why (docs/firewall.md for operators).

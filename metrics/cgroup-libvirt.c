@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libvirt's machine cgroups. libvirt (src/hypervisor/domain_driver.c,
  * src/util/virsystemd.c, src/util/vircgroup.c) names a running domain's cgroup

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Where the cgroup files are: the hierarchy layout detected at start (v1, v2 or
  * hybrid), the directory that serves each resource, and libvirt's machine cgroups.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * History of one target on the node's disk: one file of fixed size, decided up
  * front, holding three rings of buckets (proto/metrics-params.h tiers):

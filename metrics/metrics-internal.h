@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Inside the metrics module: targets, raw counters, the sources' interface and the
  * small file readers they share. Not for other modules.

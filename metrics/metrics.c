@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The collector: targets, one tick over every source, latest samples and queries. */
 #include <ctype.h>
 #include <dirent.h>

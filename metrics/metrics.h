@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Metrics of the node, its servers and its apps: read from procfs and cgroupfs
  * every interval, turned into rates, kept as history on the node's disk, answered

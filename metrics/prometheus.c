@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Prometheus text exposition (format 0.0.4) of the latest values. Labels: kind
  * ("node", "vps", "app") and id ("node" or the UUID). Values of the last tick only:

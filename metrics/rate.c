@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Rates from counters. A rate needs two readings of the same counter; a counter
  * that went back (guest restart, reset, wrap) or moved more than the hardware can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Reading procfs and cgroupfs files cheaply: cached descriptors, pread at offset 0. */
 #include <fcntl.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A guest's CPU time from its cgroup: cpuacct.usage (v1, ns) or cpu.stat usage_usec (v2). */
 #include "metrics/metrics-internal.h"
 

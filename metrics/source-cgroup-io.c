@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A guest's block I/O bytes from its cgroup, summed over devices: io.stat rbytes and
  * wbytes (v2) or the Read and Write lines of blkio.throttle.io_service_bytes (v1,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A guest's memory from its cgroup: used is the working set, usage minus the
  * inactive file cache the kernel reclaims first (memory.current - inactive_file on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Node disk bytes from /proc/diskstats: sectors read and written (512 bytes each) of
  * whole physical disks only (sd*, vd*, hd*, xvd*, nvme<N>n<M>, mmcblk<N>), never

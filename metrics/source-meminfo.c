@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Node memory from /proc/meminfo: used = MemTotal - MemAvailable, limit = MemTotal. */
 #include <limits.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Interface counters from /proc/net/dev, once per tick into a table that the tap
  * source looks guests up in. The node's own traffic is the sum over its physical

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Node pressure stall information from /proc/pressure/{cpu,memory,io}, where the kernel has it. */
 #include <limits.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Node CPU from /proc/stat: busy and total jiffies of the "cpu" line, and the CPU count. */
 #include <limits.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A guest's network traffic from its host-side interface (a server's tap device,
  * an app's veth), looked up in the table source-netdev.c filled this tick. The host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The registered sources, in reading order: the node's first (netdev fills the
  * interface table the tap source reads), then each guest's.

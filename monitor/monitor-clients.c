@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* nodeagent-monitor: APPDIR/monitor.sock (SOCK_SEQPACKET, 0600): console lines in, system lines in, notifications out. */
 #include "monitor/monitor.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * struct na_error (common/error.h) for nodeagent-monitor, which links no jansson:
  * the same set/sys/prefix semantics as common/error.c for the calls the output ring

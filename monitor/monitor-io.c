@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* nodeagent-monitor: the container's output into ring lines (split, cut, partial flush, started pattern) and console lines into its stdin. */
 #include "monitor/monitor.h"
 

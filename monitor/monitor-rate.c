@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The lines-per-second bound of an app's output (see monitor-rate.h). */
 #include "monitor/monitor-rate.h"
 

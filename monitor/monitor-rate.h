@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The bound on an app's output lines per second (issue 20): a token bucket of
  * `burst` lines refilled at `per_sec` lines a second. A line past it is dropped and

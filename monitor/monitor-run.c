@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* nodeagent-monitor: running crun (run --detach, delete --force), the container's memory cgroup, state files. */
 #include "monitor/monitor.h"
 

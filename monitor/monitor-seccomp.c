@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* nodeagent-monitor's seccomp allow-list as a hand-written BPF program (see monitor-seccomp.h). */
 #include "monitor/monitor-seccomp.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagent-monitor's own seccomp allow-list, loaded once crun has started the
  * container (monitor.c): the loop only reads and writes pipes, sockets and the ring,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagent-monitor: the small process that owns one running app's stdin, stdout
  * and stderr (like podman's conmon). It detaches from the agent, runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagent-monitor's shared state (internal to monitor/): one running app's
  * container, its stdio pipes, its output ring and the clients of APPDIR/monitor.sock.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The batch: an ordered list of nf_tables operations, and its nfnetlink serialization. */
 #include <stdio.h> /* before libnftnl: its headers use FILE */
 #include <ctype.h>

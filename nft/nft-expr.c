@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libnftnl expression and object helpers (nft/nft.h). */
 #include "nft/nft.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The netlink side: one NETLINK_NETFILTER socket (opened in the caller's network
  * namespace or in a given one), batches sent in one sendmsg, and the few reads the

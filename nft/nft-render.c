@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A batch as stable text, for golden tests: one operation a line, a rule's
  * expressions indented below it, byte strings in hex as the kernel receives them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nft/: nf_tables through libnftnl and libmnl, shared by the server firewall
  * (firewall/) and the apps' network ruleset (drivers/app/net/app-net-nft.c): building

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Build the nodeagent .deb and .rpm from a configured and built CMake tree.
 #
 #   packaging/build-packages.sh BUILD_DIR OUT_DIR [GENERATOR...]

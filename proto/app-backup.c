@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Params of app.backup.* and the Backup encoder (proto/app-backup.h). */
 #include "proto/app-backup.h"
 

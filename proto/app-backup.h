@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The wire side of app.backup.create, restore, delete and list (AGENT-API 4.2): params
  * decoders and the Backup encoder. The Backup object has the same shape as a server's

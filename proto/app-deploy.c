@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The app.deploy params decoder, its canonical form and the "same deploy" comparison. */
 #include "proto/app-params.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Encoders of App, app.status, app.output, images and the app events (AGENT-API 4.2 and 5). */
 #include "proto/app-params.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Decoders of app.exposure.* and app.group.*, the domain name rules, the Exposure encoder. */
 #include "proto/app-exposure.h"
 

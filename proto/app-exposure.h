@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app.exposure.* and app.group.* params (AGENT-API 4.2) and the Exposure object
  * (reference 2.3). No I/O: JSON in, checked structs out, 422 VALIDATION_ERROR with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The field rules of apps: hostname, SFTP user, volume path, startedPattern, env names, signals. */
 #include "proto/app-params.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The params and result of app.files.export and app.files.import (proto/app-files-transfer.h). */
 #include "proto/app-files-transfer.h"
 

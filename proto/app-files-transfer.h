@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The wire side of app.files.export and app.files.import (AGENT-API 4.2 and 4.4):
  * {path, transfer} in, {path, bytes, sha256[, parts]} out. No I/O.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The params of app.files.* and their results (proto/app-files.h). */
 #include "proto/app-files.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The wire side of app.files.* (AGENT-API 4.2; reference 2.9 and 4.6): the path text
  * check every file path goes through before anything touches a volume, the params

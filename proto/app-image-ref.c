@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Image references of apps: "<name>:<tag>" and "<name>@sha256:<hex>". */
 #include "proto/app-image-ref.h"
 

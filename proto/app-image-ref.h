@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Image references of apps (AGENT-API 4.2): "<name>:<tag>" or "<name>@sha256:<hex>".
  * <name> is one or more components of lowercase letters, digits, '.', '_' and '-'

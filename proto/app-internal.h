@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Field readers shared by the app decoders (proto/app-deploy.c, proto/app-params.c). */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Params decoders of app.power, app.command.set, app.console.send, app.output, image.pull and image.delete. */
 #include "proto/app-params.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The wire side of apps (AGENT-API 4.2): params decoders of app.deploy, app.power,
  * app.command.set, app.console.send, app.output, image.pull and image.delete

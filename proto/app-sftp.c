@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The wire side of app.sftp.set (proto/app-sftp.h). */
 #include "proto/app-sftp.h"
 

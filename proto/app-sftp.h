@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The wire side of app.sftp.set (AGENT-API 4.2): params {enabled, passwordHash?,
  * publicKeys?, readOnly?} and the result {sftpUsername, host, port, enabled}. No I/O.

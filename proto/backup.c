@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The backupId field, the limits object and the retention rule of server and app backups (proto/backup.h). */
 #include "proto/backup.h"
 

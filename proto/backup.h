@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What server backups (vps.backup.*) and app backups (app.backup.*) share on the
  * wire and in their rules: the backupId field, the limits object and the retention

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Live consoles' params and frames (proto/console.h). */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Live consoles (AGENT-API 4.3): the params of console.open and console.close, the
  * result of console.open, and the text frames an app console exchanges with the

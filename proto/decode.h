@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Strict field readers for decoders. Each reads obj[key], checks type and bounds,
  * and on a problem records it under "<prefix>.<key>" in err's VALIDATION_ERROR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The Firewall configuration of a server (hosting reference 2.8; agent API
  * vps.firewall.get and vps.firewall.set): JSON in, validated and canonical C structs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The Job object (agent API 3.1), and the Progress (3.3) and Result (3.4) it produces. */
 #pragma once
 

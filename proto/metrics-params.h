@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Metrics on the wire (agent API 5.1): the params of vps.metrics and app.metrics
  * ({from?, to?, step?}), the Sample, and the Metrics answer. No I/O, no logging.

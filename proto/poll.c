@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A poll answer taken apart job by job (proto/poll.h). */
 #include "proto/poll.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A poll answer taken apart job by job, so that one job the agent cannot read never
  * makes the others unreadable (AGENT-API 2, GET .../jobs; decisions in proto/README.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Bytes as JSON text, invalid UTF-8 replaced by U+FFFD. */
 #include "proto/text.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Bytes as JSON text: a JSON string of any bytes, each invalid UTF-8 sequence (and
  * each NUL) replaced by U+FFFD, one replacement per offending byte. For output and

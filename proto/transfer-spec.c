@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The `transfer` object of AGENT-API 4.4, decoded and validated (proto/transfer-spec.h). */
 #include "proto/transfer-spec.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The wire side of a transfer (AGENT-API 4.4): the `transfer` object of
  * app.files.export/import and app.backup.export/import, decoded and validated with no

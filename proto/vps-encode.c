@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Encoders of Server, Snapshot, Backup, vps.status and vps.exec results (AGENT-API 4.1). */
 #include "proto/text.h"
 #include "proto/vps.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Field readers shared by the vps decoders (proto/vps-params.c, proto/vps-reinstall.c). */
 #pragma once
 

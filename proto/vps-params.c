@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Params decoders of vps.create, power, exec, upgrade, snapshot.* and backup.*, and the field rules they share. */
 #include "proto/vps.h"
 

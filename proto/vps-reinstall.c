@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vps.reinstall (reference 4.4): an omitted field keeps its current value, null
  * clears it; the server ends with a password, a key or both; a Windows template

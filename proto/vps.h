@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The wire side of servers (AGENT-API 4.1): params decoders of every vps.* kind
  * except vps.firewall.* and vps.metrics, the reinstall rules of reference 4.4, and

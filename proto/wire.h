@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The envelopes and the node-level messages of the agent API: Hello, Settings, Report. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The output ring of one app: two append-only segment files of CRC-checked records (see app-ring.h). */
 #include "ring/app-ring.h"
 

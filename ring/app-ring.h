@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The output ring of one app: every line the container prints (and the agent's
  * "system" lines) in two append-only segment files <dir>/output.0 and output.1.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Connections to a running nodeagent-monitor and its messages (ring/monitor-msg.h). */
 #include "ring/monitor-msg.h"
 

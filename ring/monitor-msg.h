@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Talking to a running nodeagent-monitor (monitor/): its socket dir/monitor.sock and
  * the messages on it. The agent's console sessions, the app driver and the monitor

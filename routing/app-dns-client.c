@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The verifier's DNS client: one question to the configured resolver (or those of
  * resolv.conf, in turn), over UDP with a retry each second, over TCP when the answer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Inside the DNS verifier: the wire format (app-dns-wire.c: no I/O, fuzzed by
  * tests/routing/fuzz-dns.c) and the client (app-dns-client.c: UDP, TCP on

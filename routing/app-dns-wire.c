@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * DNS wire format for the verifier (RFC 1035 4.1): a query, and a strict parser of
  * the answer: every length checked against the message, compression pointers only

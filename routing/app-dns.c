@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The verification (app-dns.h): follow hostname's CNAME chain toward target, or
  * compare its A/AAAA records with target's, and say exactly what was found.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The DNS verifier of app domains (issue 12, item 4; AGENT-API 4.2, reference 3.3):
  * does `hostname` point at this node, as the customer was told (`target`, the app's

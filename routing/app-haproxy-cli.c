@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * HAProxy's runtime API over its stats socket: one command per connection (the
  * non-interactive mode: HAProxy answers and closes), every step bounded by a deadline.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The pure parts of the HAProxy router: what is valid, the configuration's text and
  * the map file's text. No I/O.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Inside the HAProxy router (app-haproxy*.c): the handle, the pure parts (validation,
  * configuration and map file text, tested by tests/routing/test-haproxy-conf.c)

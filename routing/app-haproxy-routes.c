@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Route changes: validated, written to hosts.map, then applied through the runtime
  * API (add/set/del map); when the runtime call fails the file is written back, so the

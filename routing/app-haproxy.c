@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The HAProxy router's process side: open (adopt or start), the liveness check,
  * reload, stop, close. Routes are in app-haproxy-routes.c.

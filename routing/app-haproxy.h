@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The HAProxy router of app domains (issue 12, item 5): the agent runs its own
  * `haproxy` in master-worker mode with a configuration it writes itself under

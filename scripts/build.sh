@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Configure and build into BUILD_DIR (default: build) with warnings as errors.
 # Extra arguments go to cmake's configure step (e.g. -DNA_SANITIZE=ON).
 set -eu

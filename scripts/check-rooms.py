@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The "may use" check of docs/architecture.md, from the code itself.
 
 Reads the rooms table of docs/architecture.md (between <!-- rooms:begin --> and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The tests a ctest run skipped (exit 77), and whether they had the right to.
 
     scripts/ctest-skips.py PASS BUILD_DIR JUNIT_FILE

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """nodeagent's demo: the real agent, the local test controller over real HTTPS, and
 a few jobs sent through the long poll, printed as they come back."""
 import base64

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The first README command: install what is needed, build, and run nodeagent's main
 # job on its embedded defaults: the local test controller over real HTTPS, libvirt's
 # in-process test:/// hypervisor, nftables in a private network namespace.

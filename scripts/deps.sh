@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Installs everything nodeagent needs to build, run its demo and pass its tests on
 # Debian 12. Idempotent; needs root (or sudo).
 set -eu
@@ -17,7 +18,7 @@ PKGS="build-essential cmake pkg-config libvirt-dev libvirt-daemon libvirt-daemon
   clang libclang-rt-14-dev
   genisoimage libtirpc-dev
   mmdebstrap umoci redis-tools postgresql-client
-  prometheus ansible-lint inotify-tools"
+  prometheus ansible-lint inotify-tools lintian rpmlint devscripts stress-ng bash-completion"
 # Before the install: haproxy's postinst would start the package's service (see below).
 # prometheus is here for promtool and for the dashboard's test, which starts its own
 # server on a free port: the package's service must not run (and scrape) beside it.

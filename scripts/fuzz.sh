@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds every libFuzzer target (fuzz/CMakeLists.txt lists them: one per decoder that
 # reads bytes from outside) with clang -fsanitize=fuzzer,address,undefined in a tree
 # of its own, runs each on a copy of its seed corpus, and prints per target the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The second README command (and all that .ci/run does): install what is needed,
 # build with warnings as errors, run every test; build the daemon and its helpers
 # under gcc -fanalyzer; then run the tests again under ASan + UBSan.

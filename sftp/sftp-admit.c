@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Who nodeagent-sftpd lets in at accept (sftp-admit.h). */
 #include "sftp/sftp-admit.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Who nodeagent-sftpd lets in at accept (pure logic, no I/O), OpenSSH's MaxStartups
  * and PerSourceMaxStartups ideas:

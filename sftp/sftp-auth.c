@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* SFTP credentials checked (sftp-auth.h). */
 #include "sftp/sftp-auth.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * SFTP credentials checked (libssh keys, libxcrypt hashes): what app.sftp.set accepts
  * and what nodeagent-sftpd compares at login. No I/O.

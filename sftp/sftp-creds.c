@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* An app's SFTP credentials file (sftp-creds.h). */
 #include "sftp/sftp-creds.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * An app's SFTP credentials as the agent writes them and nodeagent-sftpd reads them at
  * each login (no IPC between the two): <storage_dir>/sftp/users/<sftpUsername>.json,

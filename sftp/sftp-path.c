@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* SFTP path text to a volume path (sftp-path.h). */
 #include "sftp/sftp-path.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * SFTP path text to a volume path (pure, no I/O). An SFTP client names files
  * relative to the session's start directory (the volume's root, shown as "/") or

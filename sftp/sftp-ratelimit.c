@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The failed-login limiter of nodeagent-sftpd (sftp-ratelimit.h). */
 #include "sftp/sftp-ratelimit.h"
 

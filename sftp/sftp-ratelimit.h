@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The failed-login limiter of nodeagent-sftpd (pure logic, no I/O): the listener
  * counts each failure its session processes report, per key, in one of two tables:

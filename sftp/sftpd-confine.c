@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The confinement of a connection's two halves (sftpd.h):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagent-sftpd: the SFTP front end of app volumes (docs/app-sftp.md).
  *

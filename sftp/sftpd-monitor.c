@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The privileged half of one SFTP connection (sftpd.h, sftpd_monitor), OpenSSH's
  * monitor: root, never touching the network. The network half (sftpd-session.c), an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * One SFTP connection in its own process (sftpd.h, sftpd_session): the key exchange,
  * the login (password or public key, against the user's credentials file read at

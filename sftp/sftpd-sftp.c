@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The SFTP server of nodeagent-sftpd: protocol version 3 (draft-ietf-secsh-filexfer-02,
  * what OpenSSH's sftp, FileZilla and WinSCP speak) over one channel, every path

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The SFTP v3 wire format of nodeagent-sftpd (sftpd-wire.h). */
 #include "sftp/sftpd-wire.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The SFTP v3 wire format of nodeagent-sftpd (sftpd-sftp.c): packet types, status
  * codes and flags, a bounds-checked reader of one request (rd_*: a short or malformed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagent-sftpd's parts (sftp/sftpd-*.c): the listener (sftpd-main.c), one session
  * per connection in its own process (sftpd-session.c: key exchange, login, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * transfer_get (transfer/transfer.h): the object streamed from curl's receive buffer
  * into fd with pwrite and hashed on the way; a dropped connection is resumed with

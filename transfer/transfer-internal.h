@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Shared by the transfer client's files (transfer/transfer.h): one transfer's state,
  * the request loop with retries, and the pure helpers (transfer-plan.c) that the unit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The transfer client's pure helpers (transfer/transfer-internal.h): no I/O. */
 #include <ctype.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * transfer_put (transfer/transfer.h): size bytes of fd read with pread straight into
  * curl's send buffer, hashed once each on the way (a retried request reads its bytes

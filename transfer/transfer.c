@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The transfer client's core (transfer/transfer.h): options and checks, one curl easy
  * handle per transfer (kept across retries and parts, so the connection is reused),

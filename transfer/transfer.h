@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Transfers (AGENT-API 4.4): bytes too large for a job's params or result move
  * between the node and object storage over HTTPS, never through the job channel.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Attributes of what a volume holds (volume/volume.h): chmod and utimens, never through a link. */
 #include <errno.h>
 #include <fcntl.h>

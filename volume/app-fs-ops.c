@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The file operations over a volume (volume/volume.h): list, read_text, mkdir,
  * move, delete, stat and open for export. write is in app-fs-write.c, rm -rf in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The safe path layer's core (volume/volume.h): the volume root fd, the text
  * check, and resolution with openat2 beneath it.

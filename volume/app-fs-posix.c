@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * POSIX-like calls over a volume for nodeagent-sftpd (volume/volume.h): open with
  * flags, opendir, stat, truncate, remove, rmdir, mkdir of one level, readlink, symlink

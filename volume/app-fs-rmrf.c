@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * rm -rf inside a volume a running app may change at the same time, and of the
  * node's private trees (an unpacked image, a stopped app's directory): one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Seeding a new volume from its image (AGENT-API 4.2 "Volume seeding", volume.h
  * app_fs_seed): the files an image holds at the volume's path are copied into the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Files that replace their target only when complete (volume/volume.h): an
  * O_TMPFILE in the target's directory (resolved beneath the volume's root), linked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app.files.write over a volume (volume/volume.h, app_fs_write): room checked
  * with fstatvfs and reserved with fallocate before a byte is written, a whole-file

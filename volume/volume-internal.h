@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Shared by the safe path layer's files (app-fs-path.c, app-fs-ops.c, app-fs-write.c). */
 #pragma once
 

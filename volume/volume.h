@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The safe path layer of an app's volume: the only way the files kinds (and later
  * SFTP and backups) touch a volume. Design and what is refused: docs/app-files.md.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * /etc/nodeagent/nodeagent.conf: INI sections and keys, each defined once in the
  * table of config.c with its type, bounds and default. Every problem is reported

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The daemon's log: one line per event on stderr, with the journald priority
  * prefix ("<3>" .. "<7>") and job=/target= fields where they apply. Only agent/

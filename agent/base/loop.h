@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The one event loop (epoll): fd watches, timers (a heap whose earliest deadline is
  * epoll's timeout: no descriptor, no syscall to arm one), signals through a

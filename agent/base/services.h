@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What job handlers may use: the configuration and the drivers, opened by the
  * daemon at start in dependency order. Each module owns its member here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * App consoles (AGENT-API 4.3, mode "app"): the last 100 lines of the app's output,
  * then live lines as the monitor announces them (an O<seq> on our own connection to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A console session, shared by the session core (consoles.c) and its modes (console-app.c). */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Server consoles (AGENT-API 4.3, modes "vps-serial" and "vps-vnc"): the descriptor
  * the VM driver hands out (drivers/vm.h console_open: the serial port's pty, or the

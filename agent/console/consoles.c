@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The console session core (agent/console/consoles.h): the table of sessions and its bounds,
  * the hand-over of a dialled socket from a job's worker to the loop, the bounded

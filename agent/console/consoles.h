@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Live console sessions (AGENT-API 4.3, docs/consoles.md): each one a WebSocket the
  * agent dialled out to a relay (agent/console/ws.h), bridged to its target (an app's output

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Dialling a relay (blocking, on a worker thread, bounded by a deadline): resolve,
  * non-blocking connect with poll, TLS verified like the controller link (CA file or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The pure parts of the WebSocket client's opening (RFC 6455 4.1): the URL, the key,
  * the accept value and the check of the relay's answer head. No I/O.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What the dial half (ws-dial.c) hands the loop half (ws.c): not for other modules. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The loop half of the WebSocket client: wslay's event engine over a non-blocking
  * socket (plain or OpenSSL), watched on the agent's loop. wslay masks what we send,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The WebSocket client the live consoles dial out with (AGENT-API 4.3; docs/consoles.md
  * says why wslay). Two halves:

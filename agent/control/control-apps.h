@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The control socket's app requests (agent/control/control.c hands them here):
  *   {"cmd":"apps"}  -> {"ok":true,"apps":[{id, name?, state, startedAt, exitCode, restarts, memoryMB,

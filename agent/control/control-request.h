@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The control socket's request lines (agent/control/control.h lists them), decoded without a
  * socket: agent/control/control.c reads a line and hands it here, then acts on what comes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The local control socket: a unix stream socket (mode 0660) speaking
  * line-delimited JSON. One request per line, one answer per line:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "agent/daemon/collector.h"
 
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The metrics collector thread: one tick every interval (aligned to the interval
  * on the realtime clock, so history buckets line up across restarts). Collection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The daemon: start-up in dependency order (config, state directory and its lock,
  * host facts, loop, drivers, job layer, controller link, control socket, signals,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* nodeagentd: the node agent daemon. */
 #include <fcntl.h>
 #include <getopt.h>

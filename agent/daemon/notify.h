@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The systemd notify protocol, written directly to $NOTIFY_SOCKET (no libsystemd). */
 #pragma once
 

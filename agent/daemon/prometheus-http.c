@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "agent/daemon/prometheus-http.h"
 
 #include <arpa/inet.h>

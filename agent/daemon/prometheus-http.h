@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The optional Prometheus endpoint ([metrics] prometheus_listen, off by default,
  * loopback only): GET /metrics answers the node's and guests' metrics (rendered by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Domain routing for apps: the DNS verifier and HAProxy behind the app driver's hook (see routes.h). */
 #include "agent/daemon/routes.h"
 

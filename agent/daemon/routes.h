@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Domain routing for apps (issue 12 items 4 and 5): fills the app driver's
  * struct app_routes (drivers/app-routes.h) with the DNS verifier

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The strict sandbox: an allow-list fitted to the agent itself (sandbox = strict).
  * The programs the agent starts are not under it: the exec helper (common/spawnd.h),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The agent's seccomp filters, loaded once the privileged set-up is done (after chrony's
  * sys_linux.c), chosen by the sandbox key (config_sandbox()):

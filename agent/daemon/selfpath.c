@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Paths relative to the running executable (agent/daemon/selfpath.h). */
 #include "agent/daemon/selfpath.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Files the package installs beside the daemon, found from where the running
  * executable is, never from a path fixed at build time (a package is built under one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The node's drivers and the hooks between them. Each module stays ignorant of the
  * others: the VM handlers call vps_added/vps_removed, and this file turns those into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The agent's side of nodeagent-sftpd (agent/daemon/sftpd-service.h). */
 #include "agent/daemon/sftpd-service.h"
 

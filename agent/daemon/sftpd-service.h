@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The agent's side of nodeagent-sftpd (docs/app-sftp.md): where the credentials files
  * live, what app.sftp.set answers (host, port), and a supervisor thread that starts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Loading a VM driver module (agent/daemon/vm-module-load.h, drivers/vm-module.h). */
 #include "agent/daemon/vm-module-load.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The daemon's side of drivers/vm-module.h: load the VM driver module of a name.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The job engine's budget (agent/jobs/job-lanes.h): which lane a kind runs in, when a job may start, when the link polls. */
 #include "agent/jobs/job-lanes.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The job engine's budget, as a rule apart from its mechanism (agent/jobs/jobs.c counts,
  * this decides; proto/README.md and docs/operations.md say it in words).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The job layer: kinds by name, one queue per target (jobs for one target run one at
  * a time in createdAt order), jobs of different targets at once on the worker pool

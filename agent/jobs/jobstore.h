@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The durable job journal (<state_dir>/jobs.journal), built on common/journal:
  * a changing job is recorded before its first effect, its result is recorded

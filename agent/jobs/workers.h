@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A small pool of threads for blocking work; the loop never blocks. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app.backup.create, restore, delete and list (AGENT-API 4.2): each a few lines over
  * the app driver's backup functions (drivers/app.h); the params come from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app.files.list, read_text, write, mkdir, move, delete, export and import (AGENT-API
  * 4.2 and 4.4, reference 2.9 and 4.6): each a few lines over the app's volume, which the app driver opens

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The app network kinds (AGENT-API 4.2): app.group.join, app.group.leave and
  * app.exposure.add, verify, remove, list. Each a few lines over the app driver's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app.sftp.set (AGENT-API 4.2): writes the app's SFTP credentials file that
  * nodeagent-sftpd reads at each login (sftp/sftp-creds.h; docs/app-sftp.md). The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The app kinds (AGENT-API 4.2): app.deploy, app.update, power, status, command.set,
  * console.send, output, delete, and the node's image.pull, image.list and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * console.open and console.close (AGENT-API 4.3): thin handlers over agent/console/consoles.h.
  * console.open runs on a worker until the relay's WebSocket is up (the dial blocks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vps.firewall.get and vps.firewall.set (AGENT-API 4.1; the Firewall configuration of
  * the hosting reference 2.8), over the firewall library (firewall/fw.h), which reaches

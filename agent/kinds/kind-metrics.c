@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Job kinds vps.metrics and app.metrics (agent API 4.1, 4.2, 5.1): params {from?, to?,
  * step?} decoded and checked by proto/metrics-params.c; the answer comes from the metrics

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Kinds that act on the node itself (agent API 4.0). */
 #include "agent/daemon/daemon.h"
 #include "agent/jobs/job-kind.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Every job kind this agent knows, gathered from the modules' lists. */
 #include <stdlib.h>
 #include <string.h>

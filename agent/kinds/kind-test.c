@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Kinds for the project's own tests. They exist only in test builds (-DNA_TEST_HOOKS=ON,
  * the default for development trees; the packaged build is configured with it OFF and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vps.create, vps.reinstall and vps.network.set: params decoded by proto/vps*.c, the reinstall rules
  * of reference 4.4 applied against what the server has now, the work done by the

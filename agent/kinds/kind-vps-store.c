@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What a server keeps of its past: vps.snapshot.* and vps.backup.*, and its
  * backups' way to another node through object storage (vps.backup.export and

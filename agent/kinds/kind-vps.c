@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vps.power, vps.status, vps.exec, vps.upgrade and vps.delete, the helpers every
  * vps handler shares, and the list of vps kinds (vps_job_kinds).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The vps.* job kinds of AGENT-API 4.1 (all but vps.firewall.* and vps.metrics),
  * carried out through the VM driver table (job_services(ctx)->vm, ->vm_conn); no

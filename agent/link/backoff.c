@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "agent/link/backoff.h"
 
 uint64_t backoff_next_ms(struct backoff *b, uint64_t cap_ms, int64_t retry_after_sec, uint32_t rnd)

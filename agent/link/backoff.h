@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Retry policy of the controller link (agent API section 1): exponential backoff
  * with full jitter, base 1 s, cap 60 s (300 s after 401/403), Retry-After honoured.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Facts about the node for hello and node.status. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * HTTPS requests on libcurl's multi-socket interface, driven by the daemon's loop
  * (after curl's docs/examples/ephiperfifo.c): no thread is parked on the long poll.

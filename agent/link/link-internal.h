@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The controller link's parts, shared by its files: link.c (the link's state, hello,
  * the long poll, reports), link-jobs.c (remote jobs from offer to result),

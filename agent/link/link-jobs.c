@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Remote jobs from offer to result (the state machine is drawn in link-internal.h),
  * and the queue of results waiting to be taken by the central API.

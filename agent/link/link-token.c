@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The controller link's bearer token: read, re-read when its file changes (rotation). */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The controller link: its state and backoff, hello, the long poll and reports.
  * Remote jobs are in link-jobs.c, the token in link-token.c (link-internal.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The controller link (agent API sections 1, 2, 3 and 5) on the daemon's loop:
  * hello at start and after every reconnect that followed a failure; the long poll

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* When a remote job's progress may be posted: see progress-pace.h. */
 #include "agent/link/progress-pace.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * When a remote job's progress may be posted (AGENT-API 3.2/3.3, proto/README.md
  * "Progress"): the first progress of a job at once, then at most one post per

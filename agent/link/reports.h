@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The report outbox (agent API 5): reports get consecutive seq numbers that survive
  * restarts; a report stays in the outbox, and in <state_dir>/reports.journal, until

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Drives the backup archive writer (drivers/app/backup/app-backup-write.c) over a directory
  * into a file, as app.backup.create does, and prints one JSON line: bytes archived,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The app backup benchmark (issue 11, item 8): a tree of --size-mb MB (a volume's
 kind of content: many small files, some large ones, half of it compressible) archived
 by the backup writer (bench-app-backup-write: the code app.backup.create runs, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app.files.read_text of 512 KB (issue 11, item 8): the driver-level read the job runs
  * (volume/volume.h: text check, openat2 beneath the volume's root, read, UTF-8

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * App network benchmark (run by hand; prints figures, asserts nothing):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Benchmark of issue 12 item 7 (first half): the time to apply one route change
  * through the HAProxy router (routing/app-haproxy.h: map file + runtime API) with

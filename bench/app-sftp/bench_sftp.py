@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """SFTP upload benchmark (issue 11, item 8). Prints figures beside the peer; asserts
 nothing about timing. Root only (exit 77 otherwise): loop-mounted volumes.
 

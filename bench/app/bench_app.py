@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Apps benchmark (issue 10, item 11; issue 21, item 8). Prints figures beside their peers
 and targets; asserts nothing about timing. Root only (exit 77 otherwise).
 

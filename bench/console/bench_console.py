@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Live consoles benchmark (issue 13, item 6). Prints figures beside their targets;
 asserts nothing about timing. Root only (exit 77 otherwise).
 

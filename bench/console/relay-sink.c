@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The relay end of one console session, in C, for bench_console.py's throughput figure
  * (a Python relay reading one frame per line tops out near 1 MB/s and hides the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # What the firewall's tables cost a forwarded packet (run by hand; prints figures,
 # asserts nothing):
 #

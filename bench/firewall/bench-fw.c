@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Firewall benchmark (run by hand; prints figures beside their limit and peer, asserts nothing):
  *

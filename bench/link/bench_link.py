@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Controller-link benchmark (issue 3). Prints figures; asserts nothing.
 
   round trip   a job made available -> its result received by the controller, for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The link benchmark's peer: the least a libcurl client must do for a job. LANES
  * transfers at a time on one curl multi handle (keep-alive connections from its

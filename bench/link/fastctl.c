@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A controller that keeps up, for the link benchmark only: one thread, epoll,
  * non-blocking OpenSSL, HTTP/1.1 keep-alive, just the agent API endpoints the

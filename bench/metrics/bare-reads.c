@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The files a metrics tick reads, opened once and read with pread, nothing else (see bare-reads.h). */
 #include "bare-reads.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The peer of a metrics tick in bench-metrics: the files a tick reads, each opened
  * once and read with pread in a tight loop, nothing parsed, nothing stored. What a

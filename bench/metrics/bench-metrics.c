@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What a metrics tick costs, beside one scrape of prometheus-node-exporter in the
  * same run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* N empty cgroups of this host, a collector over them and the bare reads of the same files (see real-cgroups.h). */
 #include "real-cgroups.h"
 

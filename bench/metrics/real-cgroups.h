@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bench-metrics --real-cgroups N: the tick against its bare reads on this host's own
  * cgroupfs and procfs, whose files the kernel generates at every read (the fixture

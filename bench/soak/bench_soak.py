@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Soak benchmark (issue 14, item 5): the agent's memory over a long steady run.
 Prints figures beside their targets; asserts nothing about them.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * soak-fill-history PATH NOW_SEC: one history file (metrics/history.h) whose three
  * rings are full up to NOW_SEC: a sample every 15 min over 30 days, every minute

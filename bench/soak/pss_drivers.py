@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The agent's memory on start with each driver configured and not (issue 14, item 5).
 
 Starts the real nodeagentd against the test controller once per configuration, waits

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Transfer client benchmark (issue 11, AGENT-API 4.4). Prints figures; asserts nothing.
 
   GET, PUT     one object of --mb MiB through the transfer client (tests/transfer/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Each part of vps.create alone, and the programs two of them replaced (see
  * bench-vm-peers.h). Everything runs in dir, on the same file system as the creates.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The peers and limits printed beside bench-vm's vps.create figure, measured in
  * the same run: each part of a create done alone (the seed, the disk overlay, the

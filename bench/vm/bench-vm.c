@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * VM driver figures (issues 4 and 15): vps.create up to the booting stage with a
  * small and a large template (copy-on-write: the time should not grow with image

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libarchive loaded on first use: the stubs (drivers/app/app-archive-dl.h). */
 #include "drivers/app/app-archive-dl.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libarchive, loaded on first use (drivers/app/app-archive-dl.c): naapp links no
  * libarchive; the archive_* functions it calls (app-layer.c, app-backup-write.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The crash rule (drivers/app-restart.h): pure, unit-tested with a fixed clock. */
 #include "drivers/app-restart.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Backup archives: zstd streams with the sha256 of the compressed bytes. */
 #include "common/fileio.h"
 #include "drivers/vm/vm-util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Backups: a consistent copy of the disk (libvirt's backup API while a real
  * domain runs, qemu-img convert otherwise, which also flattens the template's

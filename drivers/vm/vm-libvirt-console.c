@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Live consoles of a running server (drivers/vm.h console_open), as one non-blocking
  * descriptor the agent's loop watches:

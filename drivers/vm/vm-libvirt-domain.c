@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A server's domain once it exists: power (converging), status, the Server view,
  * upgrade, delete, the hello inventory and the starts after a node reboot.

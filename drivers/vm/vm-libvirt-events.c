@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libvirt's event loop on a thread owned by the driver (one per process, shared by
  * every open connection): lifecycle events become (server id, state) calls of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vps.exec through the QEMU guest agent: guest-exec (exec form: a path and its
  * arguments, never a shell) then guest-exec-status until the command exits or the

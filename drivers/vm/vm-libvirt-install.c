@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Installing a disk on a server: vps.create (preparing-disk, writing-image,
  * configuring, booting) and vps.reinstall (stopping first). Both converge when run

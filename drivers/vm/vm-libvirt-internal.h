@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Inside the libvirt VM driver: the connection object and what its files share.
  * Only drivers/vm/vm-libvirt*.c include libvirt headers; the helpers of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The libvirt VM driver as a module (drivers/vm-module.h): its one exported symbol. */
 #include "drivers/vm-module.h"
 

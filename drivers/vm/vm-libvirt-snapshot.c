@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Snapshots: libvirt (internal, qcow2) snapshots named "snap-<snapshotId>" with
  * the user's name as description, so a snapshot id always finds the same

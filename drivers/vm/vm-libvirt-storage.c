@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Disks: one qcow2 overlay per server whose backing file is the template image
  * (copy-on-write: creation does not grow with image size), written in-process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The libvirt VM driver: the connection (opened once, replaced when lost), libvirt
  * errors turned into ours, what the driver remembers between calls, and the one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What the node keeps about each server beyond libvirt's own view, in
  * <state_dir>/vps/<id>.json (mode 0600, replaced atomically): name, hostname,

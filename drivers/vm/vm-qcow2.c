@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The qcow2 overlay header (docs/interop/qcow2.txt in qemu's tree). All numbers
  * big-endian. With 64 KiB clusters (cluster_bits 16) the file is:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A qcow2 (version 3) overlay written in-process: an empty copy-on-write disk of a
  * given virtual size whose backing file is a template image, the same layout

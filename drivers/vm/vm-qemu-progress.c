@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* qemu-img's -p output read as it comes: see vm-util.h. */
 #include "drivers/vm/vm-util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ISO 9660 (ECMA-119) with Rock Ridge and Joliet, only as much as a NoCloud seed
  * needs: one root directory of a few files. Sector (logical block) size 2048.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A minimal ISO 9660 writer for the cloud-init NoCloud seed: one root directory of
  * a few small files, with Rock Ridge (RRIP 1.10) and Joliet names so that readers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The cloud-init NoCloud seed: an ISO 9660 volume labelled "cidata" holding
  * meta-data, user-data and network-config (Rock Ridge and Joliet names), written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Templates: the templates file (a JSON array of {id, imageSlug, os, format, path,
  * sha256, inputs?, kernel?, initrd?, cmdline?}, paths relative to images_dir),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Small helpers of the VM driver: progress, child processes, checksums, ids, files. */
 #include "drivers/vm/vm-util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The VM driver's helpers that need no hypervisor: child processes, checksums,
  * per-server metadata, templates, the cloud-init seed, domain XML text and backup

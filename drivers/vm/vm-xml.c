@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Domain XML text: generated from a server's metadata (plan, template, metadata
  * element in our own namespace), escaped properly, and the few reads of libvirt's

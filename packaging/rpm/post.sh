@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nodeagent %post ($1: 1 on install, 2 on upgrade).  systemd is only told about the
 # unit when it is the running init.  The service is not enabled or started on a
 # first install: the configuration has placeholders to fill in first.

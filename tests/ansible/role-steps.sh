@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The steps of test-role.sh, run by it inside a private mount and network namespace
 # (never on its own: it mounts overlays over /etc, /usr, /var and /run).
 #   1. install + configure from the inventory's "good" host: the package installed,

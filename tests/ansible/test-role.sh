@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Ansible role packaging/ansible/roles/nodeagent against this machine
 # (ansible-playbook -c local), with the .deb of the packaging-build fixture.  Nothing
 # on the host changes: role-steps.sh runs in a private mount and network namespace

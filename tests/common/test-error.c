@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* common/error.h: the error type, the VALIDATION_ERROR details shape and the failure object. */
 #include <setjmp.h>
 #include <stdarg.h>

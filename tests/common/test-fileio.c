@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* common/fileio.h: atomic replace, writes at an offset, bounded reads, mkdir -p and the state directory lock. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * common/journal-writer.h: group commit (many threads appending and waiting, fewer
  * fdatasyncs than records), rewrites in order with the appends around them, stop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* common/journal.h: replay order, torn tails cut off, a corrupt middle refused, rewrite. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* common/: timeutil.h, uuid.h, names.h and crc32c.h. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* common/progress.h: percent over a range, and a meter that reports only when the integer percent moves. */
 #include <setjmp.h>
 #include <stdarg.h>

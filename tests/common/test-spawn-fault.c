@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * na_spawn when poll() fails while the child is blocked on a full pipe (issue 9,
  * item 5): the child is killed before it is waited for, so the call returns the

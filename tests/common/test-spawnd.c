@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The exec helper's request format (common/spawnd-wire.c): what the privileged helper
  * accepts is exactly what na_spawnd_encode writes, and every malformed or oversized

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* common/statedir-format.h: the state directory's format file, parsed, written when missing, refused when unknown. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Small helpers shared by the unit tests of common/, proto/ and agent/: private
  * temporary directories that are removed again, and whole-file writes and reads.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The central API's side of the agent contract (docs/agent-api.md), for
 nodeagent's own tests, demo and benchmarks. Python 3 standard library only.
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A throwaway CA, a server certificate for localhost/127.0.0.1, a client certificate
 # (mutual TLS), and a second unrelated CA (for the "wrong CA" test), in DIR.
 set -eu

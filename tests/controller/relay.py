@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The relay end of live consoles (AGENT-API 4.3) for the test controller: the agent
 dials wss://<controller>/relay/<sessionId> with `Authorization: Bearer <token>`; the
 tests, the demo and the benchmark drive each session through the admin side.
@@ -179,19 +180,26 @@ class Relay:
             handler.end_headers()
             return
         accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
-        handler.send_response(101)
-        handler.send_header("Upgrade", "websocket")
-        handler.send_header("Connection", "Upgrade")
-        handler.send_header("Sec-WebSocket-Accept", accept)
-        handler.end_headers()
-        handler.wfile.flush()
         handler.close_connection = True
         if s.rcvbuf:
             handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, int(s.rcvbuf))
-        with s.cond:
-            s.sock = handler.connection
-            s.connected = True
-            s.cond.notify_all()
+        # The session is the relay's from the moment its 101 can reach the agent: the
+        # agent posts console.open's result as soon as it has read the 101 (AGENT-API
+        # 4.3, "once the WebSocket is up"), and a frame sent after that result must be
+        # taken, not answered 409.  So the session is marked connected before the 101
+        # is written, and under its write lock, so that a frame sent meanwhile waits
+        # for the 101 to be on the wire first.
+        with s.wlock:
+            with s.cond:
+                s.sock = handler.connection
+                s.connected = True
+                s.cond.notify_all()
+            handler.send_response(101)
+            handler.send_header("Upgrade", "websocket")
+            handler.send_header("Connection", "Upgrade")
+            handler.send_header("Sec-WebSocket-Accept", accept)
+            handler.end_headers()
+            handler.wfile.flush()
         s.run(handler.rfile)
 
     # -- admin side --------------------------------------------------------

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The real nodeagentctl (from the build tree, $NA_BUILD_DIR/ctl/nodeagentctl)
  * against a real control socket served by this test with a fake app driver table

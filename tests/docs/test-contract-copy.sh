@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # docs/agent-api.md is the contract with the central API, a copy of the steering
 # repository's shared/protocol/AGENT-API.md. Where that file exists beside the checkout
 # (../shared/protocol/AGENT-API.md, as on the project's own machines and in CI), the two

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The helpers link no driver (docs/architecture.md): nodeagent-sftpd and
 # nodeagent-monitor hold no symbol defined by the app or VM driver's library (nm), and
 # load none of the libraries only the drivers need (ldd); nodeagentctl neither.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libFuzzer entry for the Firewall configuration: bytes -> JSON -> proto_fw_decode,
  * then the properties every accepted input must have:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Helpers shared by the firewall tests: JSON literals, VALIDATION_ERROR detail checks,
  * a private network namespace, and running a command (nft) with its output captured.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A test helper around the firewall library and a few probes, run inside test
  * network namespaces by traffic.sh (and by hand when debugging):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Runs the fuzz entry (fuzz-firewall.c) under CTest with gcc: every file of
  * tests/firewall/corpus, then seeded mutations of them (the same inputs every run):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Golden tests (no kernel): each tests/firewall/golden/<name>.json configuration is
  * rendered as the batch fw_set would send for it and compared with <name>.txt

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The job kinds of agent/kinds/kind-firewall.c, compiled into this test with a stand-in for
  * the job layer (job_services, job_target_id, job_checkpoint...), against the real

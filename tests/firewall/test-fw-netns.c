@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The firewall library against the real kernel, inside a private network namespace
  * (this process unshares one at start; the host's ruleset is never touched): apply,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* proto/firewall.h: validation (table of bad inputs), canonical form, encode, diff. No kernel. */
 #include <setjmp.h>
 #include <stdarg.h>

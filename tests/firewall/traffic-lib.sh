@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared by traffic.sh and traffic-shards.sh (sourced; $tool is fw-tool):
 #   needs NAME                                               exit 77 (skipped) without root, ip or nft
 #   check WANT NETNS probe-tcp|probe-udp|probe-ping ARGS...   one probe, counted in $failures

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Traffic between servers whose chains live in different shard tables, through
 # network namespaces (never the host's):
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Traffic through the firewall, between network namespaces (never the host's):
 #
 #   client (10.77.2.2) --veth-- router (forwards, holds the agent's table) --veth "nav…"-- server (10.77.1.2)

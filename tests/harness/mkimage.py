@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Build small OCI image layouts for the app tests (Python 3 standard library only).
 
 Usage:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Starts the real parts for end-to-end tests: the test controller over real HTTPS
 with its own CA, and the real nodeagentd with a config in a temporary directory.
 Everything it starts, it stops (also when a test fails)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A small HTTPS object store for the transfer tests (AGENT-API 4.4): pre-signed-looking
 URLs, GET with Range, PUT, S3-style multipart part PUTs answering an ETag, and failure
 injection. Standard library only; objects live on disk under a temporary directory, so

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Real OCI images from Debian packages for the app tests and the demo (issue 21).
 
 Usage:

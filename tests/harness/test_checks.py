@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The Python tests' checks cannot be stripped: python3 -O drops every `assert`
 statement, so a test written with them passes whatever happens when run that way.
   1. No bare assert in any Python file of tests/ or bench/ (use harness check()).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A real libvirtd and the busybox TCG guest of tests/drivers/vm-real (guest.sh), for the
 tests and the demo that need a real server: its serial console and VNC display.
 

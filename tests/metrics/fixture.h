@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Fixture trees for the metrics tests: procfs, sysfs and cgroupfs look-alikes in a temporary directory. */
 #pragma once
 

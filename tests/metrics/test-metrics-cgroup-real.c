@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A real cgroup on this host (v1 cpuacct, v2 or hybrid, as detected): an idle cgroup
  * shows 0 % CPU, a busy process moved into it makes its CPU rise; removing the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* metrics/cgroup.c and cgroup-libvirt.c: layout detection, path checks, libvirt's machine cgroup names. */
 #include <setjmp.h>
 #include <stdarg.h>

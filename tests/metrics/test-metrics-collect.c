@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * metrics/metrics.c and the sources against fixture trees: exact rates from known
  * counters on cgroup v2 and v1, counter resets, missing files, a server restarting

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * metrics/history.c on disk: a file laid out by hand and written through a shared
  * mapping, as the history was written before it moved to pread/pwrite, reads back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* metrics/history.c: bucket rollups (average and maximum) across tiers, reopen, corrupt files, series. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent/kinds/kind-metrics.c: the vps.metrics and app.metrics kinds, run against a real
  * metrics module on a fixture tree, with a minimal job context standing in for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* metrics/readfile.c: the number and key parsers every source uses. */
 #include <setjmp.h>
 #include <stdarg.h>

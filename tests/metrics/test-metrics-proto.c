@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* proto/metrics-params.c: params of vps.metrics (defaults, step selection, validation) and the encodings. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The monitor's wire messages as the agent parses them (app_monitor_parse_message), and the state files read back. */
 #include <setjmp.h>
 #include <stdarg.h>

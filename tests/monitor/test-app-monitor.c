@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagent-monitor end to end, with the real crun and a busybox bundle built here:
  * output into the ring (stdout, stderr, a prompt without newline), the started

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagent-monitor's hand-written seccomp program (monitor/monitor-seccomp.c), loaded
  * by the kernel in a forked child per case (a filter cannot be undone): what the

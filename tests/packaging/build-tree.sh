@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The packaging tests' fixture (CTest FIXTURES_SETUP na-packages): the packaged build,
 # made once per test run and shared by every packaging test.
 #

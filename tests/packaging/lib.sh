@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Shared helpers of the packaging tests (sourced, POSIX sh).
 #   NA_SOURCE_DIR, NA_BUILD_DIR   set by CTest (tests/CMakeLists.txt)
 #   NA_NODEAGENTD                 the built daemon (passed by tests/packaging/CMakeLists.txt)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Stand-in for systemd's notification socket: receives sd_notify datagrams on a unix
 socket and appends each to a file, one message a line, until killed."""
 import os

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The shipped default configuration (packaging/nodeagent.conf):
 #  - lists every key of agent/base/config.c once, in its section: required keys active with
 #    a placeholder, the others commented out ("#key = value") with their default;

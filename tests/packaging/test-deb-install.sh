@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The .deb's life with dpkg in a scratch root (dpkg --root, maintainer scripts run
 # chrootless with DPKG_ROOT set, so they must not touch the host's systemd; a fake
 # systemctl first on PATH fails the test if they do):

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The .deb built by packaging/build-packages.sh, read back with dpkg-deb:
 #  - control fields (-f): name, version, architecture, maintainer, and Depends naming
 #    the Debian package of every shared library the binaries link to, plus the
@@ -82,6 +83,10 @@ expect_entry -rw-r--r-- /usr/share/man/man5/nodeagent.conf.5.gz
 expect_entry -rw-r--r-- /usr/share/doc/nodeagent/README.md
 expect_entry -rw-r--r-- /usr/share/doc/nodeagent/examples/monitoring/grafana-dashboard.json
 expect_entry -rw-r--r-- /usr/share/doc/nodeagent/examples/monitoring/prometheus-alerts.yml
+expect_entry -rw-r--r-- /usr/share/doc/nodeagent/copyright
+expect_entry -rw-r--r-- /usr/share/doc/nodeagent/changelog.Debian.gz
+expect_entry -rw-r--r-- /usr/share/lintian/overrides/nodeagent
+expect_entry -rw-r--r-- /usr/share/bash-completion/completions/nodeagentctl
 awk '{ print $3 }' "$SCRATCH/contents" | while read -r p; do
 	case $p in
 	/ | /etc | /etc/nodeagent | /etc/nodeagent/* | /lib | /lib/systemd | /lib/systemd/system | \
@@ -90,7 +95,9 @@ awk '{ print $3 }' "$SCRATCH/contents" | while read -r p; do
 		/usr/libexec | /usr/libexec/nodeagent | /usr/libexec/nodeagent/nodeagent-monitor | \
 		/usr/libexec/nodeagent/nodeagent-sftpd | /usr/share/man/man[58]/*.gz | /usr/share/doc | /usr/share/doc/nodeagent | \
 		/usr/share/doc/nodeagent/* | /var | /var/lib | /var/lib/nodeagent | /usr/lib | /usr/lib/nodeagent | \
-		/usr/lib/nodeagent/nodeagent-vm-libvirt.so) ;;
+		/usr/lib/nodeagent/nodeagent-vm-libvirt.so | /usr/share/lintian | /usr/share/lintian/overrides | \
+		/usr/share/lintian/overrides/nodeagent | /usr/share/bash-completion | /usr/share/bash-completion/completions | \
+		/usr/share/bash-completion/completions/nodeagentctl) ;;
 	*) echo "$p" ;;
 	esac
 done >"$SCRATCH/unexpected"

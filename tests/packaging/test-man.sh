@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The man pages (docs/man): groff finds nothing to warn about, the built pages carry
 # the version, nodeagent.conf(5) documents every key of agent/base/config.c, and the two
 # command pages document every long option of agent/daemon/main.c and ctl/ctl.c.

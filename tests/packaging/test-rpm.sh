@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The .rpm built by packaging/build-packages.sh, read back with rpm -qp:
 #  - header: name, version, not relocatable (the unit names /usr/sbin/nodeagentd);
 #  - files (-qlp and per-file modes/flags): every file at its place with its mode,
@@ -59,6 +60,8 @@ expect_file -rw-r--r-- /usr/share/man/man8/nodeagentctl.8.gz
 expect_file -rw-r--r-- /usr/share/man/man5/nodeagent.conf.5.gz
 expect_file -rw-r--r-- /usr/share/doc/nodeagent/examples/monitoring/grafana-dashboard.json
 expect_file -rw-r--r-- /usr/share/doc/nodeagent/examples/monitoring/prometheus-alerts.yml
+expect_file -rw-r--r-- /usr/share/doc/nodeagent/copyright
+expect_file -rw-r--r-- /usr/share/bash-completion/completions/nodeagentctl
 q -l >"$SCRATCH/list"
 while read -r p; do
 	case $p in
@@ -66,10 +69,12 @@ while read -r p; do
 		/usr/libexec/nodeagent | /usr/libexec/nodeagent/nodeagent-monitor | /usr/libexec/nodeagent/nodeagent-sftpd | \
 		/usr/lib/systemd/system/nodeagent.service | /var/lib/nodeagent | /usr/share/man/man[58]/*.gz | \
 		/usr/share/doc/nodeagent | /usr/share/doc/nodeagent/* | /usr/lib/.build-id | /usr/lib/.build-id/* | \
-		/usr/lib/nodeagent | /usr/lib/nodeagent/nodeagent-vm-libvirt.so) ;;
+		/usr/lib/nodeagent | /usr/lib/nodeagent/nodeagent-vm-libvirt.so | \
+		/usr/share/bash-completion/completions/nodeagentctl) ;;
 	*) fail "unexpected path in the .rpm (a directory of the base system, or a stray file): $p" ;;
 	esac
 done <"$SCRATCH/list"
+grep -q 'changelog.Debian\|/lintian/' "$SCRATCH/list" && fail "the .rpm carries what only the .deb needs: $(grep 'changelog.Debian\|/lintian/' "$SCRATCH/list")"
 info "$(wc -l <"$SCRATCH/list") paths"
 
 # 3. Configuration files.

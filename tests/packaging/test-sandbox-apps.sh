@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The packaged daemon runs apps under the packaged unit's restrictions, and its apps
 # outlive it (issue 10 item 8, docs/apps-on-systemd.md). Without systemd as PID 1,
 # unit-exec.py applies what the unit asks of the kernel: the capability bounding set,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The packaged daemon under the restrictions the unit puts on it, emulated without a
 # running systemd: a private mount namespace where every file system tree is
 # read-only except the state directory and the runtime directory (stricter than the

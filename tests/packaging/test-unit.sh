@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The systemd unit (packaging/nodeagent.service):
 #  - every setting has a comment line right above it (or continues a run of the same key);
 #  - the settings the daemon relies on are there with the right values, and the ones
@@ -14,7 +15,9 @@
 #  - `systemd-analyze verify` accepts it without a word, on a copy whose ExecStart
 #    names the built daemon and with the built man pages on MANPATH (the unit's
 #    Documentation= lines are checked too);
-#  - `systemd-analyze security --offline=yes` rates it (figure printed, must stay <= 6.5).
+#  - `systemd-analyze security --offline=yes` rates it (figure printed, must stay <= 6.1,
+#    its rating now: a rise must be made on purpose, here), and every item it counts
+#    against the unit is named, with its reason, in the unit's comments.
 . "$(dirname "$0")/lib.sh"
 
 : "${NA_NODEAGENTD:?NA_NODEAGENTD not set}"
@@ -58,6 +61,7 @@ expect RestrictAddressFamilies "AF_UNIX AF_INET AF_INET6 AF_NETLINK"
 expect RestrictNamespaces "user mnt pid ipc uts net cgroup"
 expect RestrictRealtime yes
 expect DevicePolicy closed
+expect ProtectClock yes
 expect DeviceAllow "/dev/loop-control rw block-loop rw"
 expect SystemCallErrorNumber EPERM
 expect RestartPreventExitStatus 2
@@ -97,7 +101,7 @@ for opt in ProtectSystem ProtectHome PrivateTmp PrivateMounts ProtectKernelTunab
 	grep -q "^#.*$opt=" "$UNIT" || fail "$opt= was given up for apps but the unit does not say what was lost"
 done
 # Options that would break the agent or its apps: absent, explained.
-for opt in PrivateDevices ProtectControlGroups PrivateNetwork PrivateUsers ProtectClock \
+for opt in PrivateDevices ProtectControlGroups PrivateNetwork PrivateUsers \
 	SystemCallArchitectures MemoryDenyWriteExecute LockPersonality ProtectHostname RestrictSUIDSGID; do
 	grep -q "^$opt=" "$UNIT" && fail "$opt= is set; it breaks the agent or its apps (see the unit's comments)"
 	grep -q "^#.*$opt=" "$UNIT" || fail "$opt= is not set but the unit does not say why"
@@ -187,7 +191,12 @@ else
 	info "systemd-analyze verify: clean"
 fi
 
-# 6. Exposure rating (offline analysis of the unit file).
+# 6. Exposure rating (offline analysis of the unit file).  Skipped (77) only where
+# systemd-analyze cannot rate a unit file: systemd older than 250 has no --offline.
+if ! systemd-analyze security --help 2>&1 | grep -q -- '--offline'; then
+	[ "$failures" -eq 0 ] || finish
+	skip "$(systemd-analyze --version | head -n 1): no 'security --offline' (systemd 250 or later needed); the static checks above passed, the rating is not checked"
+fi
 if systemd-analyze security --offline=yes "$SCRATCH/unit/nodeagent.service" >"$SCRATCH/security" 2>&1; then
 	level=$(sed -n 's/.*Overall exposure level for nodeagent.service: \([0-9.]*\).*/\1/p' "$SCRATCH/security")
 	if [ -z "$level" ]; then
@@ -195,12 +204,24 @@ if systemd-analyze security --offline=yes "$SCRATCH/unit/nodeagent.service" >"$S
 	else
 		info "systemd-analyze security --offline=yes: exposure $level (0 = locked down, 10 = unprotected)"
 		# 2.9 before apps; 6.3 with what apps need (CAP_SYS_ADMIN, no mount namespace, so
-		# no ProtectSystem/ProtectHome/PrivateTmp/ProtectProc...).  The ceiling is just
-		# above that: a further widening must be made on purpose, here too.
-		awk -v l="$level" 'BEGIN { exit !(l <= 6.5) }' || fail "exposure level $level is above 6.5"
+		# no ProtectSystem/ProtectHome/PrivateTmp/ProtectProc...); 6.1 with ProtectClock=
+		# (issue 24).  The ceiling is the rating: a widening must be made on purpose, here.
+		awk -v l="$level" 'BEGIN { exit !(l <= 6.1) }' || fail "exposure level $level is above 6.1"
 	fi
+	# Every item the rating counts (a cross) is named in the unit's comments, with its
+	# reason: "Key=" and, for "Key=~X" or "A=/B=", the rest as printed.
+	grep '^#' "$UNIT" >"$SCRATCH/comments"
+	sed -n 's/^✗ \([A-Za-z]*=[^ ]*\) .*/\1/p' "$SCRATCH/security" >"$SCRATCH/exposed"
+	[ -s "$SCRATCH/exposed" ] || fail "no exposure item read from systemd-analyze security"
+	while read -r item; do
+		key=${item%%=*}=
+		rest=${item#*=}
+		grep -qF -- "$key" "$SCRATCH/comments" && { [ -z "$rest" ] || grep -qF -- "$rest" "$SCRATCH/comments"; } ||
+			fail "systemd-analyze security counts $item, which the unit's comments do not name"
+	done <"$SCRATCH/exposed"
+	info "$(wc -l <"$SCRATCH/exposed") exposure items, each named in the unit's comments"
 else
-	info "systemd-analyze security --offline is not supported here; rating skipped"
+	fail "systemd-analyze security --offline=yes failed: $(tail -n 3 "$SCRATCH/security")"
 fi
 
 finish

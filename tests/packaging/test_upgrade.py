@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A package upgrade from version N to N+1 with dpkg, in a scratch root (dpkg --root,
 maintainer scripts chrootless with DPKG_ROOT set; a fake systemctl first on PATH fails
 the test if they touch the host's systemd), and the packaged daemon run from that root

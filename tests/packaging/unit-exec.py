@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Run a command under the process restrictions of a systemd unit, without systemd.
 
     unit-exec.py [--devices-cgroup NAME] UNIT -- COMMAND [ARG...]
@@ -58,7 +59,7 @@ MOUNT_NS_OPTIONS = (
 )
 # Seccomp-based options this emulator does not implement.
 NOT_EMULATED = ("SystemCallArchitectures", "MemoryDenyWriteExecute", "LockPersonality",
-                "ProtectHostname", "RestrictSUIDSGID", "ProtectClock", "SystemCallLog",
+                "ProtectHostname", "RestrictSUIDSGID", "SystemCallLog",
                 "RestrictFileSystems", "PrivateUsers", "PrivateNetwork", "NetworkNamespacePath")
 
 NS_FLAGS = {"cgroup": 0x02000000, "ipc": 0x08000000, "net": 0x40000000, "mnt": 0x00020000,
@@ -240,6 +241,7 @@ def main():
         die("the unit sets " + ", ".join(k + "=" for k in bad) + ", which this emulator does not implement")
 
     caps, deny, err_no, nns, families, realtime, nnp = None, set(), None, None, None, False, False
+    clock = False
     for k, v in settings:
         if k == "CapabilityBoundingSet":
             caps = (caps or set()) | set(v.split())
@@ -261,9 +263,19 @@ def main():
             families = v.split()
         elif k == "RestrictRealtime":
             realtime = v == "yes"
+        elif k == "ProtectClock" and v == "yes":
+            # What systemd does for it: @clock refused with EPERM, CAP_SYS_TIME and
+            # CAP_WAKE_ALARM dropped, DeviceAllow=char-rtc r (see apply_devices).
+            clock = True
 
     if devices_cgroup:
-        apply_devices(settings, devices_cgroup)
+        # ProtectClock='s char-rtc is skipped where no rtc driver is loaded, as systemd does.
+        rtc = clock and any(ln.split()[1:] == ["rtc"] for ln in open("/proc/devices", encoding="ascii"))
+        apply_devices(settings + ([("DeviceAllow", "char-rtc r")] if rtc else []), devices_cgroup)
+    if clock:
+        if caps is None:
+            die("ProtectClock=yes is emulated only with a CapabilityBoundingSet=")
+        caps -= {"CAP_SYS_TIME", "CAP_WAKE_ALARM"}
     # Capabilities: drop every one that is not listed.
     if caps is not None:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -290,6 +302,10 @@ def main():
         action = act_errno(err_no) if err_no is not None else 0x80000000  # KILL_PROCESS
         for name in sorted(expand_groups(deny)):
             sc.rule(ctx, action, name)
+    if clock:
+        ctx = sc.new()
+        for name in sorted(expand_groups(["@clock"])):
+            sc.rule(ctx, act_errno(errno.EPERM), name)
     if nns is not None:
         ctx = sc.new()
         eperm = act_errno(errno.EPERM)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Checks on VALIDATION_ERROR details for the proto/ tests (header-only). */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Runs LLVMFuzzerTestOneInput (tests/proto/fuzz-job.c) without libFuzzer, so CI with
  * gcc runs it under CTest: first over every file of a corpus directory, then over

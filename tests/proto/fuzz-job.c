@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for what the controller sends: the input is tried as a Job on its
  * own (proto_job_decode) and as an answer body (proto_envelope_decode, then every job

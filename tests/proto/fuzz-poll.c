@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the poll scanner (proto/poll.h): the input is a poll answer
  * split job by job, each span checked to lie inside the input; and the id recovery

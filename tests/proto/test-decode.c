@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* proto/decode.h: the strict field readers (types, bounds, NUL, null vs absent, reals, strv). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* proto/job.h: decoding a Job (valid, each invalid field, unanswerable ids, params bound, defaults) and the Progress/Result encoders. */
 #include <setjmp.h>
 #include <stdarg.h>

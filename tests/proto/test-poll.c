@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto/poll.h: a poll answer (and an exchange answer, AGENT-API 2.3) taken apart job
  * by job, and the ids of jobs that cannot be parsed found from either end of what is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* proto/wire.h: the answer envelope, Settings (a bad field keeps the rest), lease, ack, and the hello/report/event encoders. */
 #include <setjmp.h>
 #include <stdarg.h>

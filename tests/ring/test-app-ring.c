@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The output ring (ring/app-ring.c): lines and streams, wrap-around that keeps
  * at least one segment, seq continuing after a reopen, torn tails cut, concurrent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A tiny front of the DNS verifier for tests/routing/test_dns.py:
  *

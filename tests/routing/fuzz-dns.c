@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the DNS verifier's answer parser (routing/app-dns-wire.c),
  * run under CTest by tests/proto/fuzz-driver.c over dns-corpus/ (real dnsmasq answers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A tiny front of the HAProxy router for tests/routing/test_haproxy.py: every run
  * opens the router (adopting the running master or starting one), does one thing and

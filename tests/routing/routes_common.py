@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """What the app-routes test scripts share (test_haproxy.py, test_dns.py): the paths of
 the two test fronts (haproxy-tool, dns-tool), skips, the needs-* labels, the runner.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The DNS verifier's wire format: queries, and the parser against hostile answers. */
 #include <setjmp.h>
 #include <stdarg.h>

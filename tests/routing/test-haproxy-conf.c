@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The HAProxy router's pure parts: names and addresses, listen strings, the map file. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app_haproxy_is_master across the master's own re-exec: HAProxy's master execs itself
  * right after its first worker is forked, and for a moment its /proc command line

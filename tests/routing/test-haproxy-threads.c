@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The HAProxy router from several threads on one handle (its one lock): 4 threads
  * each set, move and remove routes, some hostnames shared between them; at the end the

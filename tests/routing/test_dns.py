@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Issue 12 item 4: the DNS verifier (routing/app-dns*.c) through dns-tool against a
 real dnsmasq on a loopback port serving a good CNAME, a chain, a wrong CNAME, apex
 A/AAAA equal and different, NXDOMAIN, a name without address, 40 addresses (TCP); a

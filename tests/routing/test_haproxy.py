@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Issue 12 item 5: the HAProxy router (routing/app-haproxy*.c) against the real
 haproxy on loopback high ports, through haproxy-tool, which opens the router (adopting
 a running master or starting one), does one thing and closes it, as an agent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Test keys and hashes made once with ssh-keygen and openssl passwd -6 (public halves only; "pw1"). */
 #define ED25519_LINE "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBXnnibQMSKo38WAJHxeGm7KmE5l49HNlAvDGZtAiiKb root@vm"
 #define ECDSA_LINE "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEbO6UCVVlZlpFiaxf5raRlBkRNr3mYvaNiwiXejBb95Ab8B5a6QfWZrwseY8eVwD2/2W0jqj1+iXDaZJZdqu68= root@vm"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagent-sftpd's pure logic: the failed-login limiter (window, block, expiry, a
  * full table), the credentials file (parse, store and load back, remove by app),

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """SFTP for apps end to end (issue 11 item 4): the real agent and nodeagent-sftpd,
 app.sftp.set through the controller link, and OpenSSH's sftp client in batch mode
 logging in with a password (sshpass) and with a key: core operations, the volume's

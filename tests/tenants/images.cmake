@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Issue 20, what one app's image or deploy can do to the node's disk and to other apps'
 # routes: the image bomb against a small loop-mounted ext4 with a neighbour app writing,
 # fully allocated volumes, bounded downloads (backup import, registry pulls), and

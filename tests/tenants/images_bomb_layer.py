@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Hostile image layers for tests/tenants (issue 20, the image bomb), streamed so that
 no test holds them in memory:
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Issue 20, the monitor's slice: an app that floods its output stays inside its own
 # limits (the monitor's CPU, the lines per second), and the OOM order (containers die
 # before the agent, its monitors and helpers). The real agent, controller link, crun

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # SFTP tenants (issue 20, attacks 1, 2, 6, 9): the limiter and admission logic in cmocka,
 # and each attack against the real agent and nodeagent-sftpd with OpenSSH's clients.
 na_cmocka_test(test-sftp-tenant-limits SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-sftp-tenant-limits.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Issue 20, hostname takeover at the router: a route is its app's. Against a real
  * haproxy on a loopback high port (77 when it is not installed): app A routes a

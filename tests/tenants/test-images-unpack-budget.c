@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Issue 20, the image bomb, in the layer unpacker itself (no root, no agent): a zstd
  * layer of 64 MiB of zeros (a few KB) against a budget of 8 MiB, and 3,000 empty

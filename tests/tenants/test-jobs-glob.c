@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Issue 20, attack 4: the backup ignore matcher against patterns that made the old
  * recursive glob backtrack for years. The landed matcher is kept here as the oracle:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Issue 20, attack 5: the job engine's budget (agent/jobs/job-lanes.c), a pure rule. Four
  * customers' long jobs fill the tenant lane and the node's own kinds still start; the

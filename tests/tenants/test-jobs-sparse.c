@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Issue 20, attack 5, at the archive writer (drivers/app/backup/app-backup-write.c): files
  * with holes are archived as holes and restored with them, a file with more regions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The Prometheus endpoint (agent/daemon/prometheus-http.c) with a large page and a slow reader
  * (gcc -fanalyzer, issue 20): the page goes out whole however slowly the scraper reads,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The lines-per-second bound of an app's output (monitor/monitor-rate.c, issue 20) on a
  * fixed clock: the burst, the refill, bulk drops, one report a second, the forced report

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A VM's metadata loaded while memory runs out (gcc -fanalyzer, issue 20): a failed copy
  * of an SSH key, of the key list, or of a string member fails the load with ENOMEM.

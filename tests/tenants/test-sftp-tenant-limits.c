@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nodeagent-sftpd's limits against a hostile tenant (issue 20, attack 9 and the
  * admission of attack 2), pure logic with a fixed clock: a block is never evicted by a

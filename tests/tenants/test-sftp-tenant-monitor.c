@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The SFTP monitor (sftp/sftpd-monitor.c) against a network half taken over by an
  * attacker (issue 20, "SFTP before login runs as root"): this test speaks the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Issue 20, the image bomb: what one app's image or deploy can do to the node's disk.
 
 The apps' storage (image cache and every app's disk.img) is a small loop-mounted

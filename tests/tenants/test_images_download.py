@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Issue 20, unbounded downloads: what an app's backup import or image pull can make
 the node download.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Issue 20, hostname takeover: what one app's deploy can do to other apps' routes.
 
 The real agent with its own HAProxy routing <hostname>.apps.example.com to each app's

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Disk I/O between apps (issue 20): one app could saturate the disk behind every
 volume. With [apps] io_write_mbps and io_read_mbps set, an app writing and reading
 its volume as fast as it can (direct I/O, which cgroup v1 charges to it) gets no more

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Issue 20, attacks 4 and 5, through the real agent, crun and loop-mounted volumes:
 a volume holding a 15 TB sparse file is backed up in moments and restored with its
 holes; a long backup is cancelled within a second of the agent hearing of it, its app

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Issue 20, "deeply nested params stall the node", through the link: a job whose params
 nest 900 arrays deep made the whole poll answer unreadable ("the answer is not an
 envelope holding an array of jobs"), and the jobs that shared its answer waited with it

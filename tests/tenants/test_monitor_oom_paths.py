@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Issue 20, the out-of-memory paths gcc -fanalyzer found, against the real agent with
 fault injection (common/fault.h, NA_FAULTS in the agent's environment).
 

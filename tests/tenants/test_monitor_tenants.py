@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Issue 20, what an app's output costs and who dies first, against the real agent, crun
 and nodeagent-monitor with a busybox image.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Hostile SFTP tenants (issue 20, attacks 1, 2, 6 and 9) against the real agent and
 nodeagent-sftpd, with OpenSSH's ssh and sftp as the clients:
 

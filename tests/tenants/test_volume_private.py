@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Local users read volumes (issue 20, attack 10): any uid on the node (a compromised
 service account such as libvirt-qemu or haproxy, another app's ids) could walk into an
 app's volume (its directory and disk were 0711 and the volume 0755) and read its .env,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of the transfer client's pure helpers (transfer/transfer-plan.c). */
 #include <setjmp.h>
 #include <stdarg.h>

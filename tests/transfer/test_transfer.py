@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The transfer client (transfer/) against the test object store
 (tests/harness/objstore.py) over real HTTPS with the test CA: GET resumed with Range
 after a dropped connection, PUT retried after a 500 and a drop, multipart uploads with

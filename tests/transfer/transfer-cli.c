@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The transfer client (transfer/transfer.h) from the command line, for
  * tests/transfer/test_transfer.py against the test object store:

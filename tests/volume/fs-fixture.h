@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The fixture of the safe path layer's tests on a real directory (test-app-fs.c,
  * test-app-fs-race.c): <tmp>/outside/{canary, dir/} beside <tmp>/vol, the volume,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the params of every app.files.* kind (proto/app-files.h): the
  * input is read as JSON and its "params" (or the input itself) goes to every decoder.

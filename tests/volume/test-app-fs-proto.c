@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto/app-files.c: the path text check (a table of good and hostile paths), strict
  * base64, every app.files.* decoder (each problem under its own field, all problems

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The quota through app_fs_write (volume/app-fs-write.c) on a real volume: an
  * 8 MiB ext4 image loop-mounted by drivers/app/oci/app-volume.h. A write that does not fit

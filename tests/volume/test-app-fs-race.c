@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The safe path layer (volume/app-fs*.c) against an app that changes its volume
  * while the layer works in it, as root on a real directory: a directory swapped for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * volume/app-fs-tmp.c on a real directory (the app-fs fixture, root for owners):
  * a file that replaces its target only on commit, owned like the files the layer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The safe path layer (volume/app-fs*.c) on a real directory, as root: a table
  * of hostile paths run through every operation (each refused with the contract's code

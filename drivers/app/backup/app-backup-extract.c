@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The extractor of app.backup.restore (drivers/app/backup/app-backup-parts.h): every entry of a
  * hostile archive made beneath one fresh directory and nowhere else. Names are

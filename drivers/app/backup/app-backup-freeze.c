@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Freezing an app's cgroup for a consistent backup (drivers/app/backup/app-backup-parts.h). On a
  * unified host (cgroup.controllers at /sys/fs/cgroup) it is cgroup v2's

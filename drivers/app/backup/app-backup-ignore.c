@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The ignore patterns of app.backup.create: a small .gitignore-like matcher
  * (rules in drivers/app/backup/app-backup-parts.h). Each pattern is compiled once into a

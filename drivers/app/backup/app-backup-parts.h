@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * App backups (app.backup.*): the parts the crun driver's backup functions
  * (app-oci-backup.c) are made of, one idea per file:

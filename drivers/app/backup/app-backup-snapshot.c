@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The copy-on-write snapshot of an app's disk for a backup (drivers/app/backup/app-backup-parts.h):
  * the disk's file system is frozen (FIFREEZE: everything flushed and the journal

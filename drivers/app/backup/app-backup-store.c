@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Where app backups live (drivers/app/backup/app-backup-parts.h): <backups_dir>/<app id>/, one
  * <backupId>.tar.zst and its record <backupId>.json each. The record is written last

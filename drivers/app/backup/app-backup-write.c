@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The archive writer of app.backup.create (drivers/app/backup/app-backup-parts.h): a depth-first
  * walk of the volume that never follows a link and never climbs with "..": each

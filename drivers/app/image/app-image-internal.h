@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Private helpers of the image store (app-image-layout.c, app-image-store.c,
  * app-image-list.c): opening a layout and its blobs beneath images_dir, bounded and

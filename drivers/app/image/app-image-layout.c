@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Resolving an image reference in an OCI image layout: index.json, manifest, config, verified blobs. */
 #include "drivers/app/image/app-image-internal.h"
 

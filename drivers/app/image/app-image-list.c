@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The layouts under images_dir: walking them, listing their tagged images, deleting one, the layout lock. */
 #include <dirent.h>
 #include <fcntl.h>

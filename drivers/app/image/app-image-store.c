@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unpacking an image once per manifest digest into <cache_dir>/<hex>/rootfs (see app-image.h). */
 #include <dirent.h>
 #include <fcntl.h>

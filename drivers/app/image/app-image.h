@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The OCI image store of apps (AGENT-API 4.2, "image"): OCI image layouts under
  * images_dir (what `skopeo copy docker://… oci:<images_dir>/<name>:<tag>` and umoci

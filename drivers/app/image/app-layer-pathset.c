@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* An open-addressing hash set of paths with flags (FNV-1a, grown at half full). */
 #include "drivers/app/image/app-layer-pathset.h"
 

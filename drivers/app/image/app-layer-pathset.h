@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A set of relative paths with flags, private to app-layer.c: what the layer being
  * applied has made (APP_PATH_MADE) and the directories above those

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Applying one layer tar beneath a root directory fd, never through a symbolic link (see app-image.h). */
 #include <archive.h>
 #include <archive_entry.h>

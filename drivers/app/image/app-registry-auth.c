@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The registry's GET with its 401 answered: a bearer token from the realm, or basic credentials. */
 #include "drivers/app/image/app-registry-internal.h"
 

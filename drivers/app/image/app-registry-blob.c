@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * One blob streamed from the registry into blobs/sha256/: a temporary file, the sha256
  * computed as the bytes arrive (never the whole blob in memory), a dropped connection

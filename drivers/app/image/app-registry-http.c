@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* One GET to a registry (or its token realm, or the storage it redirects to) over libcurl. */
 #include "drivers/app/image/app-registry-internal.h"
 

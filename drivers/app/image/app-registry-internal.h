@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The parts of app_registry_pull (app-registry.c), shared between its files only:
  *   app-registry-http.c     one GET over libcurl: URL policy, manual redirects (https

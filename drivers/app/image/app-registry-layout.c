@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The OCI image layout a pull fills: directories opened beneath images_dir, blobs, index.json. */
 #include "drivers/app/image/app-registry-internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Manifests and indexes as registries serve them: media types, descriptors, the platform's image. */
 #include "drivers/app/image/app-registry-internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* app_registry_pull: manifest (through an index when needed), config and layers, then index.json. */
 #include "drivers/app/image/app-registry-internal.h"
 

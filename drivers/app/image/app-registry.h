@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Pulling app images from a registry (OCI Distribution API v2) into the node's image
  * store: <images_dir>/<name>/ as an OCI image layout (oci-layout, index.json,

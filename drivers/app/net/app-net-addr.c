@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Address ranges, the app address allocator and the names derived from ids. */
 #include <arpa/inet.h>
 #include <ctype.h>

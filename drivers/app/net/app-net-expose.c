@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Exposures of an app (app.exposure.*), kept as Exposure objects (reference 2.3) in
  * <apps_dir>/<id>/exposures.json, replaced atomically, and re-applied at open.

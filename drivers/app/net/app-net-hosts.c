@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Name resolution inside an app: files, not a resolver. Each app has a directory
  * <apps_dir>/<id>/net holding `hosts` (itself and every member of its group, by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Inside the app network code (see app-net.h for the layout). Addresses are IPv4 in
  * host byte order unless a name says _be.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * An app's link to the node, through rtnetlink (libmnl; never the ip command): a
  * veth pair whose host side is "nap<12 hex>" and whose peer is eth0 inside the

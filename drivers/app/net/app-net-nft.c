@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The apps' nftables table (its own inet table, [apps] nft table name; the agent
  * never touches another): what apps may reach, groups, port exposures, NAT.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Persistent network namespaces: a namespace made by a short-lived thread
  * (unshare(CLONE_NEWNET) changes only the calling thread's namespace) and kept

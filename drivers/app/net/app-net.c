@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The app network: the table of members (id, hostname, group, address), kept in
  * <storage_dir>/app-net.json (replaced atomically), and the operations of app-net.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * App networks (issue 12): each app's persistent network namespace, its veth pair
  * and address, groups (apps of one group reach each other by hostname, nothing else

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The cgroup layout as crun sees it, and crun state/kill/delete in exec form. */
 #include "drivers/app/oci/app-crun.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * crun from the outside: the host's cgroup layout and what crun needs because of it,
  * and the short crun commands (state, kill, delete) run through na_spawn in exec form.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Per-app subordinate id slots in <storage_dir>/app-ids.json, under an flock. */
 #include "drivers/app/oci/app-ids.h"
 

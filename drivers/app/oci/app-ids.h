@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Per-app subordinate id ranges for the user namespace of each container.
  *

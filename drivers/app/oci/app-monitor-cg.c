@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The monitor's own cgroup (issue 20): nodeagent/monitor-<app id> beside the app's
  * nodeagent/app-<app id>, capped from the app's plan, so that what the app's output

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The agent's side of nodeagent-monitor: spawn (double fork, status pipe) and state files; connections are ring/monitor-msg.c. */
 #include "drivers/app/oci/app-monitor.h"
 

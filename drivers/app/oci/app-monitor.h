@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The agent's side of nodeagent-monitor (monitor/), the process that owns one running
  * app's stdio, writes its output ring (app-ring.h) and records its exit.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A mountinfo reader (see app-mountinfo.h). */
 #include "drivers/app/oci/app-mountinfo.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Reading /proc/self/mountinfo (or a fixture with the same format): one callback per
  * mount, in the file's order (later lines are mounts made later, so the last match

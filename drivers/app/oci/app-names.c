@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Checks of container ids and paths (see app-names.h). */
 #include "drivers/app/oci/app-names.h"
 

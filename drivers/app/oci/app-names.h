@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The names and paths the app runtime accepts, checked before any use: container ids
  * and file names, and absolute paths that stay what they say (no ".", "..", empty

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app.backup.* of the crun driver (drivers/app.h): create (the volume archived while
  * the app's cgroup is frozen), restore (the app stopped, the archive extracted next to

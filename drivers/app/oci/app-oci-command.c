@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* app.command.set of the crun driver (drivers/app.h command_set): the start command kept with the app, used at its next start. */
 #include <fcntl.h>
 #include <signal.h>

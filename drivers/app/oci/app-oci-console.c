@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Live consoles (drivers/app.h console_attach): a connection of its own to the app's
  * monitor, for the agent's loop to watch (output notifications) and write console

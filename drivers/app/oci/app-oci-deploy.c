@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app.deploy and app.delete. A deploy makes everything an app needs but starts
  * nothing: the image pulled when the store lacks it and unpacked once per digest,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The app's volume for the files kinds (drivers/app.h files): the safe path layer (volume/volume.h) over the mounted volume. */
 #include <fcntl.h>
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Images of apps on the node (AGENT-API 4.2, target node): image.pull, image.list,
  * image.delete, and the deploy's way to an unpacked root. The store is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The crun implementation of drivers/app.h, shared by its files:
  *   app-oci.c         open/close, the apps table, inventory, the table of functions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What the node keeps of an app: <storage>/apps/<id>/app.json, mode 0600, replaced
  * atomically. The deploy params are kept in their canonical form and decoded again

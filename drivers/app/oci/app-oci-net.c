@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The driver table's network functions (app.group.*, app.exposure.*) over app-net.h,
  * each under the app's op_lock like every other change of an app; and the opening of

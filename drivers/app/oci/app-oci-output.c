@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* app.output of the crun driver (drivers/app.h output): lines of the app's output ring (ring/app-ring.h) since a seq. */
 #include <fcntl.h>
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Starting and stopping an app's container (app.power; the start the crash rule and
  * a node's restart ask for). What is read of a running one is in app-oci-status.c,

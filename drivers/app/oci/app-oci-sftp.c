@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app.sftp.set's view of an app (drivers/app.h, sftp_target): the volume mounted and
  * checked exactly as for app.files.* (app_oci_files: FILE_ACCESS_DISABLED, the disk

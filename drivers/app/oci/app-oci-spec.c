@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The OCI runtime config of one app container (see app-oci-spec.h). */
 #include "drivers/app/oci/app-oci-spec.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The OCI runtime config.json of one app container, built with jansson from the
  * app's plan and template; crun reads it from <bundle>/config.json.

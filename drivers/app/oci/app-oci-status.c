@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* app.status of the crun driver (drivers/app.h status): the state, the run's facts and the memory its cgroup holds. */
 #include <fcntl.h>
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The driver's thread: one epoll over the monitors of running apps. It turns their
  * messages into states and events (R: the started pattern matched; X: the container

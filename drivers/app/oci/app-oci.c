@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The crun app driver (drivers/app.h): open and close, the table of apps this node
  * has, inventory, and the table of functions. The parts are described in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The app's overlay root (see app-rootfs.h). */
 #include "drivers/app/oci/app-rootfs.h"
 

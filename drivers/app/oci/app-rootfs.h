@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The app's root file system: an overlay of its own writable layer on the shared,
  * read-only unpacked image root.

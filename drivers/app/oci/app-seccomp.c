@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The default deny-list seccomp profile of app containers (see app-seccomp.h). */
 #include "drivers/app/oci/app-seccomp.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The seccomp profile of every app container, as the OCI linux.seccomp object that
  * crun loads (through libseccomp) just before it execs the app.

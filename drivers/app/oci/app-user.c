@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The app's user from its image's /etc/passwd and /etc/group (app-user.h). */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The user an app's process runs as (AGENT-API 4.2, "The image's own settings"):
  * template.user, else the image's User, else root; "user" or "user:group", each a name

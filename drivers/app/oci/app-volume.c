@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* App data volumes: sparse ext4 images on loop devices (see app-volume.h). */
 #include "drivers/app/oci/app-volume.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The app's data volume, with a hard quota the kernel enforces without walking files.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the configuration file (agent/base/config.c): the input is the
  * text of nodeagent.conf, parsed by config_parse (config_load without the file

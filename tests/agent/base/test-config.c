@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent/base/config.h: defaults, a clean file, and every error path, each reported as
  * exactly "FILE:LINE: key: reason".

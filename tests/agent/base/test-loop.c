@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent/base/loop.h: timers fire in deadline order, re-arm replaces, disarm, loop_post from
  * other threads keeps each thread's order, fd watches, signals, quit codes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for what a relay can send a console: the input is the byte
  * stream after the upgrade, fed to the WebSocket client's frame engine (agent/console/ws.c

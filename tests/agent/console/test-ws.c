@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent/console/ws.h: the opening (URL rules, the RFC 6455 accept value, the answer head
  * check) and the frame engine on the loop against a hand-written relay on a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Server consoles on a real guest (issue 13): a real libvirtd (tests/drivers/vm-real/libvirtd.sh)
 boots the busybox TCG guest of tests/drivers/vm-real/guest.sh through vps.create; the agent
 bridges its serial console (the serial port's pty, opened raw) and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A small app driver table for the control socket's tests (drivers/app.h promises a
  * test can slot in its own): a few apps held in memory, each with output lines that

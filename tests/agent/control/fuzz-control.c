@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the control socket's lines (agent/control/control-request.c): the
  * input is what a client writes, cut at newlines as agent/control/control.c cuts it, and each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent/control/control.h over a real unix socket in a temporary directory: status, jobs,
  * run (node.status and test kinds, through the real job layer), garbage answered with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The agent's seccomp filter (agent/daemon/sandbox.c) is inherited by every app it starts,
  * so it must not kill programs of the other ABIs an app may hold: on x86-64, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sandbox = strict, the calls allowed only with some arguments (agent/daemon/sandbox-strict.c):
  * threads and fork still work (clone3 answers ENOSYS, glibc falls back to clone), a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sandbox = strict (agent/daemon/sandbox-strict.c): under the allow-list a call the agent
  * never makes is refused (EPERM in release builds, the process killed by SIGSYS in

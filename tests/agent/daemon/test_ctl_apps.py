@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """nodeagentctl apps and logs against the real daemon with real apps (crun and the busybox
 OCI image of tests/harness/mkimage.py, set up as tests/agent/kinds/apps/test_apps.py does): the table and
 --json while the app runs and after it stopped, logs -n, logs -f printing a line the app

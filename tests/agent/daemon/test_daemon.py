@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The daemon as an operator meets it: configuration checks, start-up refusals,
 SIGTERM drain, SIGHUP reload, the systemd notify protocol, the control socket."""
 import json

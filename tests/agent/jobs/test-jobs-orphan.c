@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Shutdown with a job still inside its driver call (issue 9, item 3): jobs_free()
  * while a worker runs, then the sink's owner and the loop are freed, then the worker

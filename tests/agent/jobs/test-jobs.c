@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent/jobs/jobs.h with a real loop, real worker threads and the test kinds
  * (NODEAGENT_TEST_KINDS=1): per-target createdAt order, the parallelism bound,

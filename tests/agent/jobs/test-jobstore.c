@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent/jobs/jobstore.h: start/result/acked survive a reopen, pending results oldest first,
  * the unfinished list for hello, a torn tail after a crash, a corrupt middle refused,

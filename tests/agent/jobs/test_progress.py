@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Progress through the real link and the test controller, which records when each
 progress post and each result arrived: percentages that move for long work, at most
 one post a second per job (the first at once, then the latest, coalesced), and a

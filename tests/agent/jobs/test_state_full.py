@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A full state directory (issue 20): the agent stays up, every job it cannot record
 fails with a code and a message that name the node's full disk (INVALID_STATE,
 details.state "state-directory-full"), the journal keeps every result recorded before,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the params of every job kind: the input is read as JSON; an
  * object {"kind": K, "params": P} goes to K's decoder, and whatever the input is, it

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """One bad job never stalls the node, and no request is ever stranded (issue 9, items
 0 and 1): hostile jobs are answered by id within one poll while the jobs beside them
 run; an answer over the agent's size cap is asked again one job at a time; requests

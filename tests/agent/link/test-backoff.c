@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* agent/link/backoff.h: floor, growth, the 60 s cap, the 300 s auth cap, Retry-After, reset. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent/link/progress-pace.h: the first progress at once, then at most one post per gap
  * carrying the latest, the keepalive when nothing is new, and a simulated job that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent/link/reports.h: consecutive seq numbers that survive a reopen (and a compaction),
  * ack drops everything up to ackSeq, events are never dropped, the metrics bound

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The controller link end to end: real HTTPS on loopback with a real CA, the real
 agent process, the test controller's fault injection (issue 3, item 8). Every case
 runs in both forms of the contract (in_both_forms): results and progress posted, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * App backups on a real directory (drivers/app/backup/app-backup-store.c and the writer and
  * extractor): a tree archived and extracted back the same (contents, links, modes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * App backups, the logic without I/O: the ignore-pattern matcher
  * (drivers/app/backup/app-backup-ignore.c), the retention rule shared with server backups

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """App backups end to end through the controller link (issue 11 item 5): a running app
 that keeps writing backed up, its files changed, restored byte for byte and running
 again; ignore patterns; retention by maxBackups; list and delete; bad input; a table of

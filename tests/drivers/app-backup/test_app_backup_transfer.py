@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """app.backup.export and app.backup.import end to end (AGENT-API 4.2 and 4.4): a running
 app backed up, its backup exported to the test object store over real HTTPS (whole and
 in parts), deleted on the node, imported back under a new id and restored byte for

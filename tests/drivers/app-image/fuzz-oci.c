@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the OCI JSON documents an app image is made of: the image
  * index, the manifest and the config, read both as a registry sends them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the registry's WWW-Authenticate challenges
  * (app-registry-auth.c: reg_challenge_parse), which a registry answers a pull with:

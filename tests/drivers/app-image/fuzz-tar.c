@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the tar archives the agent reads from outside: the input is
  * one archive (plain, gzip or zstd), applied as an image layer (app-layer.c:

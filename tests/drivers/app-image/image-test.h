@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Helpers of the image store tests: run tests/harness/mkimage.py (found through
  * NA_SOURCE_DIR) and write layer tars directly with libarchive (hostile ones too).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The image store (drivers/app/image/app-image-*.c) on layouts written by tests/harness/mkimage.py:
  * resolve by tag, digest, image index and Docker media types; not found; corrupt

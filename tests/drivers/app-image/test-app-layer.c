@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* drivers/app/image/app-layer.c: applying layer tars beneath a root, and refusing hostile ones. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The domain hook (drivers/app-routes.h) as the lead's verifier and router will see
  * it, with the real app network code in a private network namespace (root only; 77

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Units of the app network code (drivers/app/net/app-net*.c, proto/app-exposure.c). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The fixture and launcher of test-app-runtime (see rt-fixture.h). */
 #include <setjmp.h>
 #include <stdarg.h>

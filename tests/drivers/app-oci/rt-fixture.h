@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The fixture of test-app-runtime: a busybox "image", an app directory with its
  * overlay root (app-rootfs) and a 20 MB volume (app-volume), ids from app-ids, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Per-app id slots: lowest free first, idempotent per app, persistent across calls
  * (the file), freed slots reused, bad input refused, ranges never past 2^32-1.

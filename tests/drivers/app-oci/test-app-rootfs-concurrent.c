@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Roots of several apps mounted at once (jobs of different apps run in parallel):
  * each app_rootfs_mount makes a user namespace for its id map in a forked child. The

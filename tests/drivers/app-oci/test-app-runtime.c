@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The app runtime for real: crun (/usr/bin/crun) and this kernel run a busybox
  * container on an overlay root (app-rootfs) with a 20 MB loop-mounted volume

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Units of the app runtime without a kernel: the OCI config's key fields (golden
  * values), its refusals, the seccomp profile, names and paths, crun's state JSON and

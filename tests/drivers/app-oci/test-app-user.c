@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The app's user from its image (app-user.h): names and numbers, user:group,
  * supplementary groups, missing names as VALIDATION_ERROR, and the image's files read

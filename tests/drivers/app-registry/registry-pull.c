@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * registry-pull: app_registry_pull from the command line, for test_registry.py.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The real parts test_registry.py pulls from: Debian's docker-registry on loopback (TLS
 from the test CA, optionally htpasswd or token auth), images pushed into it with skopeo,
 a token service signing JWTs (python3-cryptography) and a TCP proxy that cuts a

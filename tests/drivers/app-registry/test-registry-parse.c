@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The parsers of the registry pull without a registry: WWW-Authenticate challenges,
  * digests, URL origins and the loopback rule, manifest kinds, manifests and the

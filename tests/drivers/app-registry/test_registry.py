@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """app_registry_pull against a real registry on loopback (Debian's docker-registry over
 TLS from a test CA, images pushed with skopeo), through tests/drivers/app-registry/registry-pull.
 

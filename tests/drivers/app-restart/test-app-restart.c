@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The crash rule (drivers/app-restart.h) with a fixed clock, no crun: three restarts
  * in ten minutes after 1 s, 10 s and 60 s, the fourth a crash loop; exits older than

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A VM driver module that calls what no nodeagentd exports, as a module of another
  * build may (tests/drivers/vm-module): dlopen(RTLD_NOW) refuses it before its entry runs. */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A VM driver module "of another build" for tests/drivers/vm-module: the entry nodeagentd
  * looks for (drivers/vm-module.h), returning an ABI string no build has. */
 #include <stddef.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The VM driver as a module (drivers/vm-module.h) with the real nodeagentd.
 
   not_linked               nodeagentd and nodeagentctl link neither libvirt nor libarchive

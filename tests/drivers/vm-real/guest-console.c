@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The guest's serial console, read from its pty or log file (see console.h). */
 #include "guest-console.h"
 

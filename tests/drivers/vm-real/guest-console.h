@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The first serial port of a running guest, read by the test: the test guest
  * (guest.sh) prints "NODEAGENT-GUEST-UP boot=<boot id> uptime=<s>" there once per

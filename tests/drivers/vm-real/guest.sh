@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Build a tiny TCG guest from Debian packages into DIR, once (later runs reuse it):
 #
 #   DIR/vmlinuz          the kernel of Debian's linux-image-amd64 (apt-get download,

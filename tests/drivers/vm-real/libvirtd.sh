@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Start or stop a system libvirtd (with its virtlogd) for the vm-real integration test,
 # on a bare Debian 12 without systemd.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The VM driver on a real libvirtd with a real (TCG) guest: issue 4, item 11.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A stand-in for the job layer (agent/jobs/job-kind.h) so that the vps handlers run
  * directly in a test: it records stages and progress, answers job_services and

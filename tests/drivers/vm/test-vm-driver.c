@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The libvirt VM driver against libvirt's in-memory test driver
  * (test:///<abs>/tests/drivers/vm/node.xml): create, power, status, inventory, events,

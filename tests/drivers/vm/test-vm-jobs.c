@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The vps job handlers (agent/kinds/kind-vps*.c) run directly with a job-layer double
  * over the libvirt driver on libvirt's test driver: params decoding, stages,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Percentages that move (issue 15, item 5): qemu-img's -p output read as it comes,
  * the template's sha256 by bytes, and a backup and its restore on libvirt's test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto/vps*.c: every vps params decoder (bad input answered with per-field
  * _errors, all problems at once), the reinstall rules of reference 4.4 as a table,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The in-process qcow2 overlay (drivers/vm/vm-qcow2.c), checked by qemu's own tools:
  * `qemu-img check` finds no error or leak, `qemu-img info` reads the size, backing

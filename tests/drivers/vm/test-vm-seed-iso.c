@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The in-process ISO 9660 writer of the cloud-init seed (drivers/vm/vm-seed-iso.c),
  * proved by reading its images back with real readers: isoinfo (genisoimage's,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Snapshots, backups and the node-reboot starts of the libvirt VM driver, on
  * libvirt's test driver. Backups are real zstd files with a real sha256.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The VM driver's helpers that need no hypervisor: domain XML, the cloud-init
  * seed documents, password hashing, the templates file (paths kept inside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What the VM tests share: a private temporary root with a state directory, an
  * images directory holding small real template images (qcow2 and raw, made with

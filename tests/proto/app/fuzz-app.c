@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the params of every app kind (proto/app-params.h): the input is read
  * as JSON; {"kind": K, "params": P} goes to K's decoder, and whatever the input is,

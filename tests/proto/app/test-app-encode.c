@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto/app-encode.c: App (a decoded deploy round-trips into the record), app.status,
  * app.output (bytes to valid UTF-8), images, the state names and the app events.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto/app-deploy.c and proto/app-params.c: every app params decoder. Bad input in
  * every field is answered with VALIDATION_ERROR and _errors on that exact path, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto/app-fields.c: the field rules of apps (hostname, SFTP user, volume path,
  * startedPattern with its cost bounds, env names, stop signals) and proto/text.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A libFuzzer entry for the `transfer` object (proto/transfer-spec.h) and the params of
  * app.files.export/import (proto/app-files-transfer.h): the input is read as JSON and

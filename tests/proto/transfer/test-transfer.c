@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Unit tests of proto/transfer-spec.c and proto/app-files-transfer.c: the `transfer` object (AGENT-API 4.4). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """app.files.export and app.files.import end to end (AGENT-API 4.2 and 4.4): the real
 agent through the controller link, a real app volume, and the test object store
 (tests/harness/objstore.py) over real HTTPS with the test CA. A file written is

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Domain exposures routed only after DNS verification (issue 12 items 4 and 5), end to
 end: the real agent and controller link, a busybox httpd app on its own network, real
 dnsmasq answering CNAMEs, and the agent's own HAProxy. A domain is not routed while

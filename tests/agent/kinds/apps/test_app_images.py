@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Real images and the app's whole life, end to end through the controller link (issue
 21): images built from Debian packages (tests/harness/realimages.py: Postgres, Redis,
 a USER 1000:1000 one) run as their image's user inside the app's id range, their

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """App networks end to end through the controller link (issue 12 items 1-3): busybox
 apps serving their hostname with httpd, probed from inside with `crun exec` (wget),
 in the private network namespace the harness gives each case. Groups by hostname and

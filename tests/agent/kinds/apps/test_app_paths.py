@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Hostile paths (issue 11, item 7) against every app.files.* kind through the link, on
 a real volume in which the app itself planted links out (to /, /etc, /proc/self/root,
 a chain, '..', a loop, an absolute file): each refused with 422 VALIDATION_ERROR on

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Volume seeding (AGENT-API 4.2, issue 21 item 2): a new app's empty volume gets what
 its image holds at the volume's path, once, owned by the app's user, before the first
 start; volumeSeededAt says when and never changes again; an image with nothing there

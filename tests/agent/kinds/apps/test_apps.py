@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Apps end to end through the controller link (issue 10): a busybox image in an OCI
 layout, deployed, started, read, talked to, stopped by its console line, restarted
 with a new command, crashed into a crash loop, limited by the kernel, surviving a

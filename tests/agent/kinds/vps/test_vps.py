@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Servers end to end (issue 4): every vps.* kind through the controller link, on
 libvirt's test driver, with real qcow2 template images and real backup files."""
 import os
