@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A small live file editing client (docs/consoles.md, "Live file editing"), Python
 standard library only.
 

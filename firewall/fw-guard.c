@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The servers' anti-spoofing guard (AGENT-API 4.1: a server sends only from its own
  * addresses and its own MAC address, whatever its firewall rules say).

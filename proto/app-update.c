@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The app.update params decoder, the deploy an update leads to, and app.updated. */
 #include "proto/app-update.h"
 

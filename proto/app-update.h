@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The wire side of app.update (AGENT-API 4.2): its params, the deploy an update leads to,
  * what kind of change that is, and the app.updated event. No I/O, no logging.

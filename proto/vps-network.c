@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A server's network (AGENT-API 4.1, "The server's network"): the decoder of
  * `network` in vps.create and vps.network.set, its encoder (the metadata keeps the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * One file of a volume as live file editing sees it (volume/volume.h, app_fs_file_*):
  * its version, its content when it is small UTF-8 text, and a replace that happens

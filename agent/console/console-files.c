@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Live file editing (AGENT-API 4.3, mode "files"): a session follows one file of an
  * app's volume and takes versioned writes of it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The live file editing session's pace and its relay's rate (agent/console/files-pace.h). */
 #include "agent/console/files-pace.h"
 

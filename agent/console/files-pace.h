@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * When a live file editing session (agent/console/console-files.c) reads its file
  * again, and how many frames its relay may send: the contract's "at most one frame per

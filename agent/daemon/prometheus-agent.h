@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The agent's own lines of the Prometheus page (after metrics/' node and guest
  * figures): its jobs, the controller link as a state set, results and journal, the

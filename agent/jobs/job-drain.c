@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Which kinds a draining node refuses (agent/jobs/job-drain.h): the creation kinds. */
 #include "agent/jobs/job-drain.h"
 

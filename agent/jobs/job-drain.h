@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Draining a node (`nodeagentctl drain`, issue 23 item 5), as a rule apart from its
  * mechanism: while the node drains, the kinds that bring a new server or app onto it

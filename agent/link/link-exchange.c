@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The exchange form (AGENT-API 2.3): when the settings say "exchange": true, one
  * request does the work of the poll and of the result and progress posts.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Live file editing benchmark (issue 25, item 6). Prints figures beside their peer and
 target; asserts nothing about timing. Root only (exit 77 otherwise).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The fleet benchmark (issue 23 item 2): N agents on this machine, each with its own
 state directory, node id and token, libvirt's test driver for servers and no firewall,
 against one central API (fleet_controller.py, in this process) at the settings the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A central API for many nodes at once (bench/fleet, issue 23 item 2): the agent side
 of docs/agent-api.md for any node id, with a queue, a long poll and reports per node,
 and nothing else. Python's standard library only; one thread per connection. It runs in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Routed mode on the host ([vm] network_mode = routed), through rtnetlink (libmnl;
  * never ip(8), never a shell). For a server whose tap exists:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A server's network (AGENT-API 4.1): the claim on its addresses (no two servers
  * of the node hold one address: checked against every server's metadata and saved

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The role's EL9 path, as far as a Debian machine allows (issue 24, item 5): a
 # check-mode run (--check: nothing is written) against a fake EL9 fact set (Rocky 9,
 # os_family RedHat, dnf, systemd) served from a fact cache, with a stand-in systemctl

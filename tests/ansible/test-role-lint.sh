@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Ansible role without a node (issue 24, item 5): ansible-lint finds nothing
 # (production profile), meta/argument_specs.yml names every variable of
 # defaults/main.yml (and the token) and refuses a wrong type by the variable's name.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Packets for traffic-guard.sh, run inside its namespaces (the guest's or the node's):
 
   guard-probe.py recv ADDR PORT TIMEOUT_MS READY_FILE   bind ADDR:PORT, touch READY_FILE, print the source

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The anti-spoofing guard with real packets, between network namespaces (never the host's):
 #
 #   node (10.77.1.1, fd77:1::1) --veth "nav…" (the server's tap, guarded)-- guest (eth0, 52:54:00:aa:bb:cc)

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A real Debian 12 server template from Debian's packages, for the tests and the demo
 that boot a real guest (issue 22 item 2).
 

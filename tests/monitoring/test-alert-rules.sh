@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The alerting rules shipped in packaging/monitoring/ (issue 24): `promtool check
 # rules` (syntax, PromQL, templates, duplicates) and `promtool test rules` on
 # alerts-test.yml, which fires each alert on its series and not on its near miss.

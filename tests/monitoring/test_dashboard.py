@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The Grafana dashboard packaging/monitoring/grafana-dashboard.json against the real
 thing (issue 24): every query names only metrics a running agent exports and that
 docs/operations.md lists, and every query, evaluated by Debian's Prometheus scraping

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * volume/app-fs-version.c on a real directory (the app-fs fixture, root for owners):
  * a file's version (sha256 of small content, metadata above the content bound), text

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A running app's limits changed in place: app-cg-limits.h. */
 #include "drivers/app/oci/app-cg-limits.h"
 

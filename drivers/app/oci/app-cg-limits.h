@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A running app's CPU, memory and pids limits changed in place (app.update's live plan
  * change), in the cgroup crun made for it (nodeagent/app-<id>) and the CPU cap of its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * app.update of the crun driver (drivers/app.h update; AGENT-API 4.2 "app.update", and
  * proto/README.md "app.update" for what the contract leaves open).

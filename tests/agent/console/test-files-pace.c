@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* agent/console/files-pace.h with a fixed clock: the 100 ms gap, the settle, the relay's rate. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Live file editing end to end (issue 25; AGENT-API 4.3 mode files): the real agent
 dials the test controller's relay over wss:// and follows one file of a real app's
 volume: an edit round trip; the app appending (each change seen); a rename over the

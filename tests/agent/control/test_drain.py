@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Draining a node (issue 23 item 5) through the real nodeagentctl and the link: creation
 jobs refused with INVALID_STATE/draining while every other kind runs, hello's
 capabilities saying so, kept across a restart, ended by drain --off. Both forms of the

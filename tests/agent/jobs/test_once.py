@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A kind that is never run twice (AGENT-API 3.2: vps.exec), through the real link and
 journal: killed with kill -9 while it runs, the job fails 409 JOB_INTERRUPTED when the
 central API offers it again, and ran exactly once (a kind that may run again runs again

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * drivers/app/oci/app-cg-limits.c against fixture hierarchies in a temporary directory:
  * the files each layout writes, v1's memory limit kept at or below memsw at every step

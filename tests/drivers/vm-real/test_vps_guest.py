@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A real Debian 12 guest through the controller link on a real libvirtd (TCG), issue 22
 item 3: the guest is built from Debian's packages by tests/harness/guestimage.py (cached
 outside the tree), created from the agent's own NoCloud seed, and checked from inside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto/app-update.c: the app.update params (every bad field answered on its own path,
  * all at once), the deploy an update leads to, what kind of change it is, and the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Many apps' jobs at once through the controller link (issue 21 item 8): the node's
 normal parallel jobs (maxJobs 8) deploying and starting 20 apps together, every job
 answered and every app running. Concurrent deploys and starts once deadlocked the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Moving an app between two nodes (issue 23 item 4; AGENT-API 4.2 and 4.4), through
 two agents on this machine, each with its own controller link and state directory,
 and one object store: the central API's recipe of docs/operations.md, job by job.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A UDP port exposure with real datagrams (issue 21 item 6): a real Debian image
 (tests/harness/realimages.py "user1000": minbase, whose perl-base has IO::Socket::INET)
 runs a UDP echo server as its user 1000; a client in a namespace of its own, outside

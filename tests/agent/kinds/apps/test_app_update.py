@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """app.update end to end through the controller link (issue 21 item 3): every bad-input
 rule; a live plan change seen in the cgroup and in `df` inside the container with the
 same process; a command update that succeeds and, run again, converges; a broken update

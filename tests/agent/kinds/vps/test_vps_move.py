@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Moving a server between nodes (issue 23 item 3; AGENT-API 4.1 "Moving a server to
 another node"): two agents on this machine, each with its own controller link, state
 directory and libvirt test driver, and one object store. On node A a server is created
