@@ -71,19 +71,16 @@ static int append_addrs(json_t *list, const struct proto_vps_addr *a, size_t n, 
         return 0;
 }
 
-static int append_route(json_t *routes, const char *to, const char *via, bool on_link)
-{
-        json_t *r = json_pack("{s:s, s:s}", "to", to, "via", via);
-        if (r && on_link)
-                json_object_set_new(r, "on-link", json_true());
-        return r ? json_array_append_new(routes, r) : -ENOMEM;
-}
-
 /*
  * network-config version 2 for the interface with the server's MAC. Routed: every
  * address alone (/32, /128: the node routes each one to the tap, nothing else is
- * on the link) and the default routes through the fixed link-local next hop, on
- * link. Bridged: the addresses with their prefixes and the operator's gateways.
+ * on the link) and the fixed link-local next hop as gateway4/gateway6. Bridged: the
+ * addresses with their prefixes and the operator's gateways. The gateways are given as
+ * gateway4/gateway6, not as routes with on-link: Debian 12's cloud-init renders to
+ * ifupdown, whose `gateway` adds the default route with `onlink` (the routed next hop
+ * is on no subnet of the guest), while a route of the seed becomes `route add` of
+ * net-tools, which a minimal guest lacks and which knows no on-link (a guest came up
+ * without a default route; test_vps_guest.py).
  * Without a network (a server made before): DHCP, as it was.
  */
 static json_t *network_config(const struct vm_meta *m, const char *mac, const struct vm_netcfg *net)
@@ -96,14 +93,13 @@ static json_t *network_config(const struct vm_meta *m, const char *mac, const st
                         return NULL;
         } else {
                 bool routed = !net || net->mode == VM_NET_ROUTED;
-                _cleanup_json_ json_t *addrs = json_array(), *routes = json_array(), *dns = json_array();
-                if (!addrs || !routes || !dns || append_addrs(addrs, m->network.ipv4, m->network.n_ipv4, routed ? 32 : 0) < 0 ||
+                _cleanup_json_ json_t *addrs = json_array(), *dns = json_array();
+                if (!addrs || !dns || append_addrs(addrs, m->network.ipv4, m->network.n_ipv4, routed ? 32 : 0) < 0 ||
                     append_addrs(addrs, m->network.ipv6, m->network.n_ipv6, routed ? 128 : 0) < 0)
                         return NULL;
                 const char *gw4 = routed ? VM_ROUTED_GW4 : net->gateway4, *gw6 = routed ? VM_ROUTED_GW6 : net->gateway6;
-                if (m->network.n_ipv4 && gw4 && append_route(routes, "0.0.0.0/0", gw4, routed) < 0)
-                        return NULL;
-                if (m->network.n_ipv6 && gw6 && append_route(routes, "::/0", gw6, routed) < 0)
+                if ((m->network.n_ipv4 && gw4 && json_object_set_new(eth, "gateway4", json_string(gw4)) < 0) ||
+                    (m->network.n_ipv6 && gw6 && json_object_set_new(eth, "gateway6", json_string(gw6)) < 0))
                         return NULL;
                 for (size_t i = 0; i < m->network.n_dns; i++)
                         if (json_array_append_new(dns, json_string(m->network.dns[i].text)) < 0)
@@ -113,7 +109,6 @@ static json_t *network_config(const struct vm_meta *m, const char *mac, const st
                     json_object_set_new(eth, "dhcp6", json_false()) < 0 ||
                     json_object_set_new(eth, "accept-ra", json_false()) < 0 ||
                     json_object_set_new(eth, "addresses", TAKE_PTR(addrs)) < 0 ||
-                    (json_array_size(routes) && json_object_set_new(eth, "routes", TAKE_PTR(routes)) < 0) ||
                     (json_array_size(dns) &&
                      json_object_set_new(eth, "nameservers", json_pack("{s:o}", "addresses", TAKE_PTR(dns))) < 0))
                         return NULL;

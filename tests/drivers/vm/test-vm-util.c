@@ -246,15 +246,15 @@ static void test_seed_network(void **state)
         set_network(&m, "{\"ipv4\": [{\"address\": \"203.0.113.10\", \"prefix\": 24}],"
                         " \"ipv6\": [{\"address\": \"2001:db8:1::10\", \"prefix\": 64}],"
                         " \"dns\": [\"192.0.2.53\", \"2001:db8::53\"]}");
-        /* Routed (the default): each address alone, the link-local next hop on link. */
+        /* Routed (the default): each address alone, the link-local next hop as the gateways
+         * (ifupdown adds them on link; see vm-seed.c). */
         eth = seed_network(&m, NULL, &user);
         _cleanup_free_ char *text = json_dumps(eth, JSON_COMPACT | JSON_SORT_KEYS);
         assert_string_equal(text,
                             "{\"accept-ra\":false,\"addresses\":[\"203.0.113.10/32\",\"2001:db8:1::10/128\"],"
-                            "\"dhcp4\":false,\"dhcp6\":false,\"match\":{\"macaddress\":\"52:54:00:01:02:03\"},"
-                            "\"nameservers\":{\"addresses\":[\"192.0.2.53\",\"2001:db8::53\"]},"
-                            "\"routes\":[{\"on-link\":true,\"to\":\"0.0.0.0/0\",\"via\":\"169.254.0.1\"},"
-                            "{\"on-link\":true,\"to\":\"::/0\",\"via\":\"fe80::1\"}],\"set-name\":\"eth0\"}");
+                            "\"dhcp4\":false,\"dhcp6\":false,\"gateway4\":\"169.254.0.1\",\"gateway6\":\"fe80::1\","
+                            "\"match\":{\"macaddress\":\"52:54:00:01:02:03\"},"
+                            "\"nameservers\":{\"addresses\":[\"192.0.2.53\",\"2001:db8::53\"]},\"set-name\":\"eth0\"}");
         /* vps.network.set rewrites the seed under the same instance-id: read again at every boot. */
         assert_string_equal(json_string_value(json_array_get(
                                     json_object_get(json_object_get(json_object_get(user, "updates"), "network"), "when"), 0)),
@@ -267,8 +267,9 @@ static void test_seed_network(void **state)
         eth = seed_network(&m, &bridged, &user);
         _cleanup_free_ char *btext = json_dumps(json_object_get(eth, "addresses"), JSON_COMPACT);
         assert_string_equal(btext, "[\"203.0.113.10/24\",\"2001:db8:1::10/64\"]");
-        _cleanup_free_ char *rtext = json_dumps(json_object_get(eth, "routes"), JSON_COMPACT | JSON_SORT_KEYS);
-        assert_string_equal(rtext, "[{\"to\":\"0.0.0.0/0\",\"via\":\"203.0.113.1\"}]");
+        assert_string_equal(json_string_value(json_object_get(eth, "gateway4")), "203.0.113.1");
+        assert_null(json_object_get(eth, "gateway6"));
+        assert_null(json_object_get(eth, "routes"));
         json_decref(eth);
         json_decref(user);
         vm_meta_clear(&m);
