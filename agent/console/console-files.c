@@ -11,7 +11,9 @@
  * as a file or gone frame when the version differs from the last one the session
  * was told, at most one such frame per FILES_PUSH_GAP_MS. The directory gone (or
  * replaced) is noticed by the read: the watch follows the new one, or, while there
- * is none, a read every FILES_DIR_POLL_MS.
+ * is none, a read every FILES_DIR_POLL_MS. A watch the kernel refuses (the node's
+ * inotify instances or watches used up: EMFILE, ENOSPC) leaves the session following
+ * the file by that same read every FILES_DIR_POLL_MS, said once as a warning.
  *
  * Writes: each a job of the app's own queue (jobs_submit_local), so a write and the
  * app's files jobs, backups, updates and other sessions' writes run one at a time;
@@ -206,6 +208,18 @@ static int watch_add(struct console_session *s, struct na_error *err)
         return 0;
 }
 
+/* No watch: followed by a read every FILES_DIR_POLL_MS instead. The directory away is
+ * the read's to say; the kernel out of inotify instances or watches is the operator's
+ * to know (fs.inotify.max_user_instances, max_user_watches). */
+static void watch_failed(struct console_session *s, const struct na_error *err)
+{
+        if (err->errnum == ENOENT || err->errnum == ENOTDIR)
+                log_debug("console %s: %s", s->id, err->message);
+        else
+                log_warn("console %s: %s; the file is read every %d ms instead", s->id, err->message,
+                         FILES_DIR_POLL_MS);
+}
+
 /* What the kernel says of a watch: every files session on it reads again. */
 static void on_inotify(void *userdata, int fd, uint32_t revents)
 {
@@ -301,7 +315,7 @@ static void read_done(void *userdata)
                 if (f->exists && (s->files_wd < 0 || f->dir_dev != s->dir_dev || f->dir_ino != s->dir_ino)) {
                         struct na_error err = NA_ERROR_INIT;
                         if (watch_add(s, &err) < 0) /* a new directory at the path: follow it */
-                                log_debug("console %s: %s", s->id, err.message);
+                                watch_failed(s, &err);
                         na_error_clear(&err);
                 }
                 if (s->files_writing) {
@@ -311,8 +325,8 @@ static void read_done(void *userdata)
                         s->files_dirty = false;
                 } else
                         push(s, f);
-                if (!f->exists && s->files_wd < 0 && !s->files_dirty && !s->files_writing)
-                        arm(s, FILES_DIR_POLL_MS);
+                if (s->files_wd < 0 && !s->files_dirty && !s->files_writing)
+                        arm(s, FILES_DIR_POLL_MS); /* no watch: the directory is away, or the kernel refused one */
         }
         files_read_free(rq);
         if (s->files_dirty) {
@@ -612,7 +626,7 @@ int console_files_start(struct console_session *s, struct na_error *err)
         files_rate_init(&s->files_rate, na_now_mono_ms());
         struct na_error e = NA_ERROR_INIT;
         if (watch_add(s, &e) < 0) /* the directory may be gone already: the read says so */
-                log_debug("console %s: %s", s->id, e.message);
+                watch_failed(s, &e);
         na_error_clear(&e);
         read_start(s);
         return 0;

@@ -13,8 +13,10 @@ through its QEMU guest agent (vps.exec):
   - vps.backup.create of the running server (libvirt's live backup), a file changed
     after it, vps.backup.restore: the server boots with the file as it was;
     vps.backup.delete through the link;
-  - vps.upgrade: a larger disk seen by the running guest; more memory answered with
-    restartRequired;
+  - vps.upgrade: a larger disk seen by the running guest; more memory and vCPUs
+    answered with restartRequired, seen after the next boot;
+  - vps.reinstall to a new hostname and key: the old disk's content is gone, the new
+    settings are in the guest, its address and SSH on it are kept;
   - the server's network, routed mode (the default): the guest configures its addresses
     from the seed alone (no DHCP), and OpenSSH from a host on the node's uplink (a
     namespace outside the node's) logs in on its public IPv4 and IPv6 addresses with
@@ -279,11 +281,27 @@ def run(s, info, up):
     srv.job("vps.backup.delete", {"backupId": "live-1"})
     check(srv.job("vps.backup.list") == [], "the backup is gone")
 
-    # Upgrade: the disk grows under the running guest; memory needs a restart.
-    up = srv.job("vps.upgrade", {"plan": dict(PLAN, storageMB=4096, ramMB=1024)})
-    check(up.get("restartRequired") is True, up)
+    # Upgrade: the disk grows under the running guest; memory and vCPUs need a restart.
+    upg = srv.job("vps.upgrade", {"plan": dict(PLAN, storageMB=4096, ramMB=1024, cpuCores=2)})
+    check(upg.get("restartRequired") is True, upg)
     wait_for(lambda: srv.exec("/bin/cat", "/sys/block/vda/size")["stdout"].strip() == str(4096 * 2048), 60,
              "the guest sees its larger disk")
+
+    # Reinstall to a new hostname and key: the old disk's content is gone, the new
+    # settings are in the guest (its new plan too: the reinstall boots it again), the
+    # network is kept.
+    key2 = os.path.join(s.tmp, "id_second")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key2, "-C", "second"], check=True)
+    with open(key2 + ".pub") as f:
+        pub2 = f.read().strip()
+    srv.job("vps.reinstall", {"hostname": "guest-2", "sshKeyId": str(uuid.uuid4()), "sshPublicKey": pub2,
+                              "vmPassword": "N3w!passw0rd"}, timeout=900)
+    srv.wait_agent("after the reinstall")
+    check(srv.exec("/bin/hostname")["stdout"].strip() == "guest-2", "the new hostname")
+    check(srv.sh("test -e /root/data.txt; echo $?")["stdout"].strip() == "1", "the old disk's file survived")
+    check(srv.sh("nproc")["stdout"].strip() == "2", "the upgrade's vCPUs after the reboot")
+    s.key = key2
+    wait_for(lambda: ssh(s, up, "203.0.113.30") == (0, "guest-2"), 120, "SSH with the new key, same address")
     srv.job("vps.delete")
     srv.job("vps.status", code="VPS_NOT_FOUND")
 
