@@ -44,6 +44,8 @@ def summarize(kind, data):
         return (f"app {data['name']} ({data['hostname']}) version {data.get('version')} is {data['state']} on "
                 f"{data.get('template', {}).get('image', '?')}: {data['plan']['cpuCores']} cores, "
                 f"{data['plan']['memoryMB']} MB, {data['volumeQuotaMB']} MB volume; command: {cmd}")
+    if kind == "vps.exec":
+        return "\n".join([f"exit code {data['exitCode']}"] + [f"      {l}" for l in data["stdout"].splitlines()])
     if kind == "app.output":
         return "\n".join([f"{len(data['lines'])} line(s), nextSeq {data['nextSeq']}"] +
                          [f"      #{l['seq']} {l['stream']:6} {l['text']}" for l in data["lines"]])
@@ -236,6 +238,64 @@ def app_part(s):
     run_job(s, "Delete it (container, root layer, volume, output, ids)", "app.delete", target=app)
 
 
+GUESTIMAGE = os.path.join(SRC, "tests", "harness", "guestimage.py")
+
+
+def real_server_part():
+    """A whole Debian 12 server from Debian's packages (tests/harness/guestimage.py),
+    when this machine has built it: created from the agent's NoCloud seed on a real
+    libvirtd (TCG), its hostname and network read back through its guest agent."""
+    print(f"\n{BOLD}A real Debian 12 server{RESET} {DIM}(a third agent, on qemu:///system){RESET}")
+    key = subprocess.run([sys.executable, GUESTIMAGE, "key"], capture_output=True, text=True).stdout.strip()
+    cache = os.path.join(os.environ.get("NODEAGENT_TEST_CACHE", "/var/cache/nodeagent-tests"), "guests")
+    gdir = os.path.join(cache, f"debian12-{key}")
+    if not os.path.exists(os.path.join(gdir, "done")):
+        print(f"    {DIM}skipped: the Debian 12 guest is not built on this machine; "
+              f"`sudo python3 tests/harness/guestimage.py build` makes it once from Debian's packages "
+              f"(about 5 minutes; the tests do it too){RESET}")
+        return True
+    try:
+        vmreal.prepare()
+    except (Skip, AssertionError) as e:
+        print(f"    {DIM}skipped: {e}{RESET}")
+        return True
+    vps_id = str(uuid.uuid4())
+    vps = {"type": "vps", "id": vps_id}
+    s = Setup(agent_conf=lambda s: {"vm": {"uri": vmreal.URI, "templates_file": os.path.join(gdir, "templates.json"),
+                                           "images_dir": gdir, "domain_type": "qemu",
+                                           "storage_dir": os.path.join(s.tmp, "disks")}})
+    ok = False
+    try:
+        with open(os.path.join(gdir, "templates.json")) as f:
+            t = json.load(f)[0]
+        t0 = time.time()
+        r = run_job(s, "Create web-real from the Debian 12 template (cloud-init, guest agent, OpenSSH)", "vps.create",
+                    {"name": "web-real", "hostname": "web-real", "vmPassword": "Demo!passw0rd",
+                     "plan": {"cpuCores": 1, "cpuThreads": 1, "ramMB": 768, "storageMB": 3072,
+                              "networkSpeedLimitMbps": 0, "bandwidthLimitGb": 0, "maxSnapshots": 1},
+                     "template": {"id": t["id"], "imageSlug": t["imageSlug"], "os": "linux"},
+                     "network": {"ipv4": [{"address": "203.0.113.40", "prefix": 32}],
+                                 "ipv6": [{"address": "2001:db8:1::40", "prefix": 64}], "dns": ["203.0.113.53"]}},
+                    target=vps, timeout=300)
+        answered = False
+        while r and r["status"] == "succeeded" and time.time() - t0 < 300 and not answered:
+            jid = s.controller.enqueue("vps.exec", {"command": ["/bin/true"], "timeoutSec": 10}, target=vps)
+            answered = s.controller.wait_results([jid], 60)[jid]["results"][0]["status"] == "succeeded"
+            if not answered:
+                time.sleep(2)
+        print(f"    {DIM}the guest agent answered {time.time() - t0:.1f} s after the create{RESET}")
+        run_job(s, "Ask the guest its hostname and addresses (vps.exec through its guest agent)", "vps.exec",
+                {"command": ["/bin/sh", "-c", "hostname; ip -br addr show eth0; cloud-init status"]}, target=vps)
+        run_job(s, "Delete it", "vps.delete", target=vps, timeout=120)
+        ok = True
+    finally:
+        s.agent.stop()
+        vmreal.forget(vps_id)
+        s.close(failed=not ok)
+        vmreal.stop()
+    return ok
+
+
 def server_console_part():
     """A server's live consoles need a real hypervisor (libvirt's test driver has none):
     a real libvirtd boots the busybox TCG guest of tests/drivers/vm-real (built once from
@@ -384,6 +444,7 @@ def main():
     finally:
         s.close(failed=not ok)
     ok = ok and server_console_part()
+    ok = ok and real_server_part()
     return 0 if ok else 1
 
 
