@@ -22,7 +22,7 @@ trap 'rm -rf "$t"' EXIT
 
 "$ctl" --help >"$t/help" 2>&1 || fail "--help: exit $?"
 cmds=$(sed -n '/^Commands:/,/^Options/{s/^  \([a-z]\+\).*/\1/p}' "$t/help")
-[ "$(echo $cmds)" = "status jobs run apps logs help" ] || fail "commands listed by --help: $(echo $cmds)"
+[ "$(echo $cmds)" = "status jobs run apps logs drain help" ] || fail "commands listed by --help: $(echo $cmds)"
 for c in $cmds; do
 	"$ctl" "$c" --help >"$t/$c.help" 2>&1 || fail "$c --help: exit $?"
 	"$ctl" help "$c" >"$t/$c.help2" 2>&1 || fail "help $c: exit $?"

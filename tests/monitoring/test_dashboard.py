@@ -115,7 +115,9 @@ def dashboard(s):
     # A server on the test driver and a running app that reads, writes and sends.
     jid = s.controller.enqueue("vps.create", {"name": "web-1", "hostname": "web-1", "plan": PLAN,
                                               "template": {"id": "debian-12", "imageSlug": "2024.11", "os": "linux"},
-                                              "vmPassword": "Sup3r!secret"}, target={"type": "vps", "id": VPS})
+                                              "vmPassword": "Sup3r!secret",
+                                              "network": {"ipv4": [{"address": "203.0.113.10", "prefix": 32}]}},
+                                       target={"type": "vps", "id": VPS})
     res = s.controller.wait_results([jid], 120)[jid]["results"][0]
     check(res["status"] == "succeeded", res)
     app = str(uuid.uuid4())

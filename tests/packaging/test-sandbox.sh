@@ -35,7 +35,7 @@ UNIT=$SCRATCH/pkg/lib/systemd/system/nodeagent.service
 
 # No test hook in the packaged binary: the names the hooks are reached by are absent
 # (the test build's binary has them all, which shows the probe finds them when there).
-hook_names="NODEAGENT_TEST_KINDS test.sleep test.append test.hang test.files_off NA_FAULTS"
+hook_names="NODEAGENT_TEST_KINDS test.sleep test.append test.once test.hang NA_FAULTS"
 for name in $hook_names; do
 	grep -qaF "$name" "$DAEMON" && fail "the packaged nodeagentd holds '$name': test hooks compiled in"
 done
