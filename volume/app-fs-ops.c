@@ -37,7 +37,9 @@ void app_fs_listing_clear(struct app_fs_listing *l)
         for (size_t i = 0; i < l->n; i++)
                 free((char *)l->entries[i].name);
         free(l->entries);
+        NA_ANALYZER_FP("-Wanalyzer-malloc-leak") /* GCC 12 reports app_fs_list's names here, freed just above (with the hardening flags it inlines the cleanup) */
         *l = (struct app_fs_listing){0};
+        NA_ANALYZER_FP_END
 }
 
 static int by_name(const void *a, const void *b)

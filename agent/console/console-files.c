@@ -161,6 +161,22 @@ static void watch_drop(struct console_session *s)
         s->files_wd = -1;
 }
 
+/* Room for one more watch in c's table: 0, or -ENOMEM. */
+static int watches_reserve(struct consoles *c)
+{
+        if (c->nwatches < c->watches_cap)
+                return 0;
+        size_t cap = c->watches_cap ? c->watches_cap * 2 : 16;
+        struct files_watch *w = reallocarray(c->watches, cap, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        c->watches = w;
+        c->watches_cap = cap;
+        NA_ANALYZER_FP("-Wanalyzer-malloc-leak") /* GCC 12 loses w once stored in c's table, which owns it and frees it */
+        return 0;
+        NA_ANALYZER_FP_END
+}
+
 static int watch_add(struct console_session *s, struct na_error *err)
 {
         struct consoles *c = s->c;
@@ -174,14 +190,8 @@ static int watch_add(struct console_session *s, struct na_error *err)
                 }
                 c->files_ino_fd = fd;
         }
-        if (c->nwatches == c->watches_cap) {
-                size_t cap = c->watches_cap ? c->watches_cap * 2 : 16;
-                struct files_watch *w = reallocarray(c->watches, cap, sizeof(*w));
-                if (!w)
-                        return na_error_sys(err, ENOMEM, "console %s", s->id);
-                c->watches = w;
-                c->watches_cap = cap;
-        }
+        if (watches_reserve(c) < 0)
+                return na_error_sys(err, ENOMEM, "console %s", s->id);
         _cleanup_close_ int dir = -1;
         const char *name = NULL;
         int r = app_fs_resolve_parent(s->fs, "path", s->path, &dir, &name, err);

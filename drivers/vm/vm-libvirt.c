@@ -316,6 +316,15 @@ static void conn_free(struct vm_conn *c)
         free(c);
 }
 
+/* A copy of a setting that is set (NULL when absent or empty); *oom when out of memory. */
+static char *dup_set(const char *v, bool *oom)
+{
+        char *d = v && *v ? strdup(v) : NULL;
+        if (v && *v && !d)
+                *oom = true;
+        return d;
+}
+
 static char *dup_or(const char *v, const char *def)
 {
         return strdup(v ? v : def);
@@ -363,11 +372,10 @@ static int vm_open(const struct vm_options *o, struct vm_conn **ret, struct na_e
         c->installing = json_object();
         c->net.mode = o->network.mode;
         bool net_oom = false;
-        const char *const net_in[] = { o->network.bridge, o->network.gateway4, o->network.gateway6, o->network.uplink };
-        const char **net_out[] = { &c->net.bridge, &c->net.gateway4, &c->net.gateway6, &c->net.uplink };
-        for (size_t i = 0; i < ARRAY_SIZE(net_in); i++)
-                if (net_in[i] && *net_in[i] && !(*net_out[i] = strdup(net_in[i])))
-                        net_oom = true;
+        c->net.bridge = dup_set(o->network.bridge, &net_oom);
+        c->net.gateway4 = dup_set(o->network.gateway4, &net_oom);
+        c->net.gateway6 = dup_set(o->network.gateway6, &net_oom);
+        c->net.uplink = dup_set(o->network.uplink, &net_oom);
         if (c->net.mode == VM_NET_BRIDGED && !c->net.bridge) {
                 conn_free(c);
                 return na_error_set(err, EINVAL, NA_E_INTERNAL, "vm driver: network_mode bridged needs a bridge");
