@@ -90,6 +90,16 @@ static int record_write(struct vm_conn *c, const char *id, const char *bid, uint
         return 0;
 }
 
+/* A complete backup's record, or BACKUP_NOT_FOUND naming it. */
+static int record_require(struct vm_conn *c, const char *id, const char *bid, struct proto_vps_backup *out,
+                          struct na_error *err)
+{
+        int r = record_load(c, id, bid, out, err);
+        if (r == -ENOENT)
+                return na_error_set(err, ENOENT, NA_E_BACKUP_NOT_FOUND, "vps %s: no backup %s", id, bid);
+        return r;
+}
+
 static int cmp_backup(const void *a, const void *b)
 {
         const struct proto_vps_backup *x = a, *y = b;
@@ -423,10 +433,7 @@ int vm_lv_backup_restore(struct vm_conn *c, const char *id, const char *backup_i
         if ((r = vm_refuse_installing(c, id, err)) < 0)
                 return r;
         struct proto_vps_backup b;
-        r = record_load(c, id, backup_id, &b, err);
-        if (r == -ENOENT)
-                return na_error_set(err, ENOENT, NA_E_BACKUP_NOT_FOUND, "vps %s: no backup %s", id, backup_id);
-        if (r < 0)
+        if ((r = record_require(c, id, backup_id, &b, err)) < 0)
                 return r;
         _cleanup_free_ char *data = backup_file(c, id, backup_id, ".qcow2.zst");
         _cleanup_free_ char *disk = vm_lv_disk_path(c, id);
@@ -501,10 +508,7 @@ int vm_lv_backup_open(struct vm_conn *c, const char *id, const char *backup_id, 
         int r = check_backup_id(backup_id, err);
         if (r < 0)
                 return r;
-        r = record_load(c, id, backup_id, ret, err);
-        if (r == -ENOENT)
-                return na_error_set(err, ENOENT, NA_E_BACKUP_NOT_FOUND, "vps %s: no backup %s", id, backup_id);
-        if (r < 0)
+        if ((r = record_require(c, id, backup_id, ret, err)) < 0)
                 return r;
         _cleanup_free_ char *data = backup_file(c, id, backup_id, ".qcow2.zst");
         if (!data)
@@ -586,10 +590,7 @@ int vm_lv_backup_generation(struct vm_conn *c, const char *id, const char *backu
                             struct na_error *err)
 {
         struct proto_vps_backup b;
-        int r = record_load(c, id, backup_id, &b, err);
-        if (r == -ENOENT)
-                return na_error_set(err, ENOENT, NA_E_BACKUP_NOT_FOUND, "vps %s: no backup %s to restore from", id,
-                                    backup_id);
+        int r = record_require(c, id, backup_id, &b, err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *data = backup_file(c, id, backup_id, ".qcow2.zst");
@@ -609,10 +610,7 @@ int vm_lv_backup_unpack_disk(struct vm_conn *c, const char *id, const char *back
                              const struct na_progress *progress, struct na_error *err)
 {
         struct proto_vps_backup b;
-        int r = record_load(c, id, backup_id, &b, err);
-        if (r == -ENOENT)
-                return na_error_set(err, ENOENT, NA_E_BACKUP_NOT_FOUND, "vps %s: no backup %s to restore from", id,
-                                    backup_id);
+        int r = record_require(c, id, backup_id, &b, err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *data = backup_file(c, id, backup_id, ".qcow2.zst");
